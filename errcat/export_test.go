@@ -1,0 +1,4 @@
+package errcat
+
+// Markdown exposes the docs page's markdown renderer to the black-box tests.
+var Markdown = markdown

@@ -1,0 +1,114 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/chatgw/gateway/errcat"
+)
+
+// ReadBody reads the whole request body. The gateway's middleware has already
+// bounded it with http.MaxBytesReader, so an oversized body answers body_too_large.
+func ReadBody(r *http.Request) ([]byte, error) {
+	if info := InfoFrom(r.Context()); info.BodyRead {
+		return info.Body, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, BodyError(err)
+	}
+	return b, nil
+}
+
+// BodyError maps a failure to read the request body to its catalogued error:
+// body_too_large for *http.MaxBytesError, invalid_json otherwise.
+func BodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", mbe.Limit)
+	}
+	return &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body could not be read.", Cause: err}
+}
+
+// Decode reads the JSON body of r into v, a pointer to a struct of one of the
+// gateway's own schemas, with the gateway's rules:
+//   - a body that is not one JSON object: invalid_json;
+//   - a field the schema does not have: invalid_field "body.<name>" (so a
+//     user_id in any body, never a schema field, answers invalid_field
+//     "body.user_id" as the identity rule requires);
+//   - a field of the wrong JSON type: invalid_field "body.<path>".
+//
+// Range and enum checks are the handler's.
+func Decode(r *http.Request, v any) error {
+	b, err := ReadBody(r)
+	if err != nil {
+		return err
+	}
+	return DecodeBytes(b, v)
+}
+
+// DecodeBytes is Decode over an already read body.
+func DecodeBytes(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errcat.New(errcat.InvalidJSON, "", "The request body must hold exactly one JSON object.")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return errcat.New(errcat.InvalidJSON, "", "The request body must be a JSON object.")
+		}
+		return errcat.Newf(errcat.InvalidField, "body."+typeErr.Field,
+			"Field %s must be of JSON type %s.", typeErr.Field, jsonType(typeErr.Type.Kind().String()))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		if name == "user_id" {
+			return errcat.New(errcat.InvalidField, "body.user_id",
+				"user_id is not accepted in a body; the end user is named by the GW-User-Id header.")
+		}
+		return errcat.Newf(errcat.InvalidField, "body."+name, "Unknown field %s.", name)
+	default:
+		return &errcat.Error{Code: errcat.InvalidJSON, Message: fmt.Sprintf("The request body is not valid JSON: %v.", trimJSONPrefix(err)), Cause: err}
+	}
+}
+
+func trimJSONPrefix(err error) string { return strings.TrimPrefix(err.Error(), "json: ") }
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr", "interface":
+		return "object"
+	default:
+		return "number"
+	}
+}
+
+// RejectUserIDQuery answers invalid_field "query.user_id" when the query string
+// names a user_id; the GW-User-Id header is the only source of identity.
+func RejectUserIDQuery(r *http.Request) error {
+	if r.URL.Query().Has("user_id") {
+		return errcat.New(errcat.InvalidField, "query.user_id",
+			"user_id is not accepted in a query; the end user is named by the GW-User-Id header.")
+	}
+	return nil
+}

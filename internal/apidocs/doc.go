@@ -1,0 +1,35 @@
+// Package apidocs serves the gateway's public documentation endpoints, which
+// need no bearer token:
+//
+//	GET /openapi.json  the OpenAPI 3.1 description of the gateway (application/json)
+//	GET /openapi       the same document, byte for byte (application/json)
+//	GET /redoc         an HTML API reference rendered from /openapi.json
+//	GET /playground    an HTML page to chat through /v1/chat/completions or /c1/chat
+//
+// # The document
+//
+// assets/openapi.json is the hand-maintained source of the description: every
+// operation of the /v1 and /c1 families and the public endpoints, with the payload
+// shapes of the interface specification and of shared/DECISIONS.md. The /a1 family
+// is not described yet. Each operation names the scope it needs in the extension
+// x-gw-scope. The server URL is "." so that clients resolve it against the
+// document's own URL, which keeps it right under http.StripPrefix.
+//
+// GET /openapi serves the same JSON document as GET /openapi.json rather than a
+// YAML rendition: the gateway has no YAML dependency, every OpenAPI tool reads
+// JSON, and two renditions could drift apart.
+//
+// # The pages
+//
+// Both pages are self-contained: their script and style are embedded inline, and
+// they load nothing from other hosts (the gateway's machines have no internet).
+// Each page is answered with a Content-Security-Policy that allows only the exact
+// inline script and style of the page, by their SHA-256 hashes computed when New
+// builds the pages, plus fetches to the page's own origin ('self'). Every URL the
+// pages use is relative to the page's directory, so they also work when the
+// gateway is mounted under a path prefix.
+//
+// The playground keeps the pasted bearer token in the browser tab's
+// sessionStorage only; it is sent only as the Authorization header of the
+// gateway's own endpoints.
+package apidocs

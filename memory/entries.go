@@ -1,0 +1,230 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/store"
+)
+
+// Entry is a memory entry as the API shows it.
+type Entry struct {
+	Key        string    `json:"key"`
+	Value      string    `json:"value"`
+	Visibility string    `json:"visibility"`
+	ScopeID    string    `json:"scope_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Usage is the answer of GET /v1/memory/usage.
+type Usage struct {
+	UsedBytes int `json:"used_bytes"`
+	CapBytes  int `json:"cap_bytes"`
+	Entries   int `json:"entries"`
+}
+
+// entryRecord is the stored value of an entry.
+type entryRecord struct {
+	Value     string    `json:"value"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// usageRecord is the stored usage counter of a bucket.
+type usageRecord struct {
+	UsedBytes int `json:"used_bytes"`
+	Entries   int `json:"entries"`
+}
+
+// entrySize is what an entry counts against its bucket's cap.
+func entrySize(key, value string) int { return len(key) + len(value) }
+
+func readUsage(tx store.Tx, b bucketKey) (usageRecord, error) {
+	var u usageRecord
+	raw := tx.Get(bucketUsage, b.prefix())
+	if raw == nil {
+		return u, nil
+	}
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return u, fmt.Errorf("memory: usage record: %w", err)
+	}
+	return u, nil
+}
+
+func readEntry(tx store.Tx, b bucketKey, key string) (*entryRecord, error) {
+	raw := tx.Get(bucketEntries, b.entryKey(key))
+	if raw == nil {
+		return nil, nil
+	}
+	var rec entryRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("memory: entry record: %w", err)
+	}
+	return &rec, nil
+}
+
+func putJSON(tx store.Tx, bucket, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.Put(bucket, key, b)
+}
+
+// errBucketFull is memory_bucket_full for a write that would make the bucket
+// hold want bytes.
+func errBucketFull(used, want int) *errcat.Error {
+	return errcat.Newf(errcat.MemoryBucketFull, "value",
+		"The memory bucket would hold %d bytes, over its cap of %d (%d used); delete entries or shorten the value.",
+		want, BucketCapBytes, used)
+}
+
+// fits returns memory_bucket_full when writing key=value into the bucket would
+// push it over its cap. It reads the usage counter and the old entry, never the
+// whole bucket.
+func fits(tx store.Tx, b bucketKey, key, value string) (usageRecord, *entryRecord, error) {
+	u, err := readUsage(tx, b)
+	if err != nil {
+		return u, nil, err
+	}
+	old, err := readEntry(tx, b, key)
+	if err != nil {
+		return u, nil, err
+	}
+	want := u.UsedBytes + entrySize(key, value)
+	if old != nil {
+		want -= entrySize(key, old.Value)
+	}
+	if want > BucketCapBytes {
+		return u, nil, errBucketFull(u.UsedBytes, want)
+	}
+	return u, old, nil
+}
+
+// putEntry upserts key=value into bucket b, updating the usage counter in the
+// same transaction; an overflow is memory_bucket_full and leaves the old value.
+func (s *Service) putEntry(ctx context.Context, b bucketKey, key, value string) (Entry, error) {
+	now := s.clk.Now().UTC()
+	e := Entry{Key: key, Value: value, Visibility: b.visibility, ScopeID: b.scope, CreatedAt: now, UpdatedAt: now}
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		u, old, err := fits(tx, b, key, value)
+		if err != nil {
+			return err
+		}
+		u.UsedBytes += entrySize(key, value)
+		if old != nil {
+			u.UsedBytes -= entrySize(key, old.Value)
+			e.CreatedAt = old.CreatedAt
+		} else {
+			u.Entries++
+		}
+		if err := putJSON(tx, bucketEntries, b.entryKey(key), entryRecord{Value: value, CreatedAt: e.CreatedAt, UpdatedAt: now}); err != nil {
+			return err
+		}
+		return putJSON(tx, bucketUsage, b.prefix(), u)
+	})
+	if err != nil {
+		return Entry{}, storeErr(err)
+	}
+	return e, nil
+}
+
+// checkFits reports memory_bucket_full, in a read transaction, when key=value
+// would not fit bucket b now.
+func (s *Service) checkFits(ctx context.Context, b bucketKey, key, value string) error {
+	return storeErr(s.st.View(ctx, func(tx store.Tx) error {
+		_, _, err := fits(tx, b, key, value)
+		return err
+	}))
+}
+
+// deleteEntry removes key from bucket b and reports whether it existed.
+func (s *Service) deleteEntry(ctx context.Context, b bucketKey, key string) (bool, error) {
+	deleted := false
+	err := s.st.Update(ctx, func(tx store.Tx) error {
+		deleted = false
+		old, err := readEntry(tx, b, key)
+		if err != nil || old == nil {
+			return err
+		}
+		u, err := readUsage(tx, b)
+		if err != nil {
+			return err
+		}
+		u.UsedBytes -= entrySize(key, old.Value)
+		u.Entries--
+		if err := tx.Delete(bucketEntries, b.entryKey(key)); err != nil {
+			return err
+		}
+		deleted = true
+		if u.Entries <= 0 {
+			return tx.Delete(bucketUsage, b.prefix())
+		}
+		return putJSON(tx, bucketUsage, b.prefix(), u)
+	})
+	if err != nil {
+		return false, storeErr(err)
+	}
+	return deleted, nil
+}
+
+// scanEntries appends the entries of bucket b, sorted by key, to dst. An empty
+// bucket (no usage record) is not scanned.
+func scanEntries(tx store.Tx, b bucketKey, dst []Entry) ([]Entry, error) {
+	if tx.Get(bucketUsage, b.prefix()) == nil {
+		return dst, nil
+	}
+	p := b.prefix()
+	err := tx.Scan(bucketEntries, p, false, func(k, v []byte) (bool, error) {
+		key, _, err := store.ReadString(k[len(p):])
+		if err != nil {
+			return false, err
+		}
+		var rec entryRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return false, fmt.Errorf("memory: entry record: %w", err)
+		}
+		dst = append(dst, Entry{Key: key, Value: rec.Value, Visibility: b.visibility, ScopeID: b.scope,
+			CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt})
+		return true, nil
+	})
+	return dst, err
+}
+
+// listEntries returns the entries of the buckets bs, in that order, each
+// sorted by key, read in one transaction.
+func (s *Service) listEntries(ctx context.Context, bs ...bucketKey) ([]Entry, error) {
+	out := []Entry{}
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		out = out[:0]
+		for _, b := range bs {
+			var err error
+			if out, err = scanEntries(tx, b, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return out, nil
+}
+
+// usage returns the usage of bucket b.
+func (s *Service) usage(ctx context.Context, b bucketKey) (Usage, error) {
+	var u usageRecord
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		u, err = readUsage(tx, b)
+		return err
+	})
+	if err != nil {
+		return Usage{}, storeErr(err)
+	}
+	return Usage{UsedBytes: u.UsedBytes, CapBytes: BucketCapBytes, Entries: u.Entries}, nil
+}

@@ -1,0 +1,320 @@
+package memory_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/memory"
+)
+
+func TestPutEntryValidation(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name string
+		user string
+		body any
+		want apiErr
+	}{
+		{"ok", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private"}, apiErr{}},
+		{"ok public scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": "team"}, apiErr{}},
+		{"no key", "alice", map[string]any{"value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "body.key")},
+		{"null key", "alice", map[string]any{"key": nil, "value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "body.key")},
+		{"empty key", "alice", map[string]any{"key": "", "value": "v", "visibility": "private"}, wantErr(errcat.InvalidField, "body.key")},
+		{"key not string", "alice", map[string]any{"key": 3, "value": "v", "visibility": "private"}, wantErr(errcat.InvalidField, "body.key")},
+		{"no value", "alice", map[string]any{"key": "k", "visibility": "private"}, wantErr(errcat.MissingField, "body.value")},
+		{"empty value", "alice", map[string]any{"key": "k", "value": "", "visibility": "private"}, wantErr(errcat.InvalidField, "body.value")},
+		{"value not string", "alice", map[string]any{"key": "k", "value": []int{1}, "visibility": "private"}, wantErr(errcat.InvalidField, "body.value")},
+		{"no visibility", "alice", map[string]any{"key": "k", "value": "v"}, wantErr(errcat.MissingField, "body.visibility")},
+		{"bad visibility", "alice", map[string]any{"key": "k", "value": "v", "visibility": "shared"}, wantErr(errcat.InvalidField, "body.visibility")},
+		{"long scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": strings.Repeat("s", 257)}, wantErr(errcat.InvalidField, "body.scope_id")},
+		{"unknown field", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "ttl": 3}, wantErr(errcat.InvalidField, "body.ttl")},
+		{"user_id in body", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "user_id": "bob"}, wantErr(errcat.InvalidField, "body.user_id")},
+		{"not json", "alice", "{", wantErr(errcat.InvalidJSON, "")},
+		{"no user", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "headers.gw-user-id")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e.t = t
+			e.fails(req{method: "POST", path: "/v1/memory", user: tc.user, body: tc.body}, tc.want)
+		})
+	}
+}
+
+func TestPutEntryAnswer(t *testing.T) {
+	e := newEnv(t)
+	got := e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v1", "visibility": "private"}})
+	created := t0.Format(time.RFC3339Nano)
+	diffT(t, "first write", map[string]any{"key": "k", "value": "v1", "visibility": "private", "scope_id": "default",
+		"created_at": created, "updated_at": created}, got)
+	e.clk.Advance(time.Minute)
+	got = e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v2", "visibility": "private"}})
+	diffT(t, "upsert", map[string]any{"key": "k", "value": "v2", "visibility": "private", "scope_id": "default",
+		"created_at": created, "updated_at": t0.Add(time.Minute).Format(time.RFC3339Nano)}, got)
+	diffT(t, "list", []string{"k=v2/private"}, keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+}
+
+// usage returns the usage answer of a bucket.
+func (e *env) usage(user, vis, scope string) map[string]any {
+	e.t.Helper()
+	q := url.Values{"visibility": {vis}}
+	if scope != "" {
+		q.Set("scope_id", scope)
+	}
+	return e.ok(req{method: "GET", path: "/v1/memory/usage?" + q.Encode(), user: user}).(map[string]any)
+}
+
+func usageOf(used, entries int) map[string]any {
+	return map[string]any{"used_bytes": float64(used), "cap_bytes": float64(memory.BucketCapBytes), "entries": float64(entries)}
+}
+
+func TestBucketCapBoundary(t *testing.T) {
+	const cap = memory.BucketCapBytes
+	put := func(key, value string) req {
+		return req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": key, "value": value, "visibility": "private"}}
+	}
+	full := wantErr(errcat.MemoryBucketFull, "value")
+	steps := []struct {
+		name      string
+		q         req
+		want      apiErr
+		wantUsage map[string]any
+		wantList  []string
+	}{
+		{"one byte over the cap in one entry", put("a", repeat(cap)), full, usageOf(0, 0), []string{}},
+		{"exactly the cap", put("a", repeat(cap-1)), apiErr{}, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
+		{"any new entry overflows", put("b", "x"), full, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
+		{"upsert that grows by one byte keeps the old value", put("a", repeat(cap)), full, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
+		{"upsert that shrinks", put("a", repeat(cap-11)), apiErr{}, usageOf(cap-10, 1), []string{"a=" + repeat(cap-11) + "/private"}},
+		{"new entry up to the cap again", put("b", repeat(9)), apiErr{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + repeat(9) + "/private"}},
+		{"upsert to same size", put("b", strings.Repeat("w", 9)), apiErr{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + strings.Repeat("w", 9) + "/private"}},
+		{"upsert that grows", put("b", repeat(10)), full, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + strings.Repeat("w", 9) + "/private"}},
+	}
+	e := newEnv(t)
+	for _, s := range steps {
+		e.t = t
+		t.Run(s.name, func(t *testing.T) {
+			e.t = t
+			e.fails(s.q, s.want)
+			diffT(t, "usage", s.wantUsage, e.usage("alice", "private", ""))
+			diffT(t, "entries", s.wantList, keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+		})
+	}
+}
+
+func TestBucketCapCountsUTF8Bytes(t *testing.T) {
+	e := newEnv(t)
+	// "é" is 2 bytes: key 2 + value 2*8190 + 2 = 16384.
+	v := strings.Repeat("é", 8190) + "xx"
+	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "kk", "value": v, "visibility": "private"}})
+	diffT(t, "usage", usageOf(memory.BucketCapBytes, 1), e.usage("alice", "private", ""))
+	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "kk", "value": v + "x", "visibility": "private"}},
+		wantErr(errcat.MemoryBucketFull, "value"))
+	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "é", "visibility": "private"}},
+		wantErr(errcat.MemoryBucketFull, "value"))
+}
+
+func TestBucketsAreSeparate(t *testing.T) {
+	e := newEnv(t)
+	big := repeat(memory.BucketCapBytes - 1)
+	// Filling alice's private default bucket leaves every other bucket empty.
+	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "a", "value": big, "visibility": "private"}})
+	for _, q := range []req{
+		{user: "bob", body: map[string]any{"key": "a", "value": big, "visibility": "private"}},
+		{user: "alice", body: map[string]any{"key": "a", "value": big, "visibility": "public"}},
+		{user: "alice", body: map[string]any{"key": "a", "value": big, "visibility": "private", "scope_id": "team"}},
+		{user: "alice", tenant: "other", body: map[string]any{"key": "a", "value": big, "visibility": "private"}},
+	} {
+		q.method, q.path = "POST", "/v1/memory"
+		e.ok(q)
+	}
+}
+
+func TestPrivateIsolation(t *testing.T) {
+	e := newEnv(t)
+	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "secret", "value": "42", "visibility": "private"}})
+	diffT(t, "bob's private list", []string{}, keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "bob"})))
+	diffT(t, "bob's list", []string{}, keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "bob"})))
+	diffT(t, "bob's usage", usageOf(0, 0), e.usage("bob", "private", ""))
+	diffT(t, "bob's delete", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=secret", user: "bob"}))
+	diffT(t, "alice's list", []string{"secret=42/private"}, keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+}
+
+func TestPublicSharingAndTenantIsolation(t *testing.T) {
+	e := newEnv(t)
+	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "wifi", "value": "guest", "visibility": "public", "scope_id": "office"}})
+	diffT(t, "bob in the scope", []string{"wifi=guest/public"},
+		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=public&scope_id=office", user: "bob"})))
+	diffT(t, "bob in the default scope", []string{},
+		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=public", user: "bob"})))
+	diffT(t, "other tenant", []string{},
+		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=public&scope_id=office", user: "alice", tenant: "other"})))
+	diffT(t, "other tenant's delete", map[string]any{"deleted": false},
+		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "alice", tenant: "other"}))
+	diffT(t, "bob's usage", usageOf(len("wifi")+len("guest"), 1), e.usage("bob", "public", "office"))
+	diffT(t, "bob deletes", map[string]any{"deleted": true},
+		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "bob"}))
+	diffT(t, "alice after the delete", []string{},
+		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=public&scope_id=office", user: "alice"})))
+	diffT(t, "usage after the delete", usageOf(0, 0), e.usage("alice", "public", "office"))
+}
+
+func TestListWithoutVisibility(t *testing.T) {
+	e := newEnv(t)
+	for _, b := range []map[string]any{
+		{"key": "z", "value": "1", "visibility": "private"},
+		{"key": "b", "value": "2", "visibility": "public"},
+		{"key": "a", "value": "3", "visibility": "private"},
+		{"key": "a", "value": "4", "visibility": "public"},
+		{"key": "c", "value": "5", "visibility": "private", "scope_id": "other"},
+	} {
+		e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: b})
+	}
+	diffT(t, "list", []string{"a=3/private", "z=1/private", "a=4/public", "b=2/public"},
+		keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "alice"})))
+	diffT(t, "list of scope other", []string{"c=5/private"},
+		keysValues(e.ok(req{method: "GET", path: "/v1/memory?scope_id=other", user: "alice"})))
+}
+
+func TestQueryValidation(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		method, path string
+		user         string
+		want         apiErr
+	}{
+		{"GET", "/v1/memory?visibility=team", "alice", wantErr(errcat.InvalidField, "query.visibility")},
+		{"GET", "/v1/memory?scope_id=" + strings.Repeat("s", 257), "alice", wantErr(errcat.InvalidField, "query.scope_id")},
+		{"GET", "/v1/memory", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
+		{"GET", "/v1/memory/usage", "alice", wantErr(errcat.MissingField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=", "alice", wantErr(errcat.MissingField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=all", "alice", wantErr(errcat.InvalidField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=private", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
+		{"DELETE", "/v1/memory?key=k", "alice", wantErr(errcat.MissingField, "query.visibility")},
+		{"DELETE", "/v1/memory?visibility=private", "alice", wantErr(errcat.MissingField, "query.key")},
+		{"DELETE", "/v1/memory?visibility=private&key=", "alice", wantErr(errcat.InvalidField, "query.key")},
+		{"DELETE", "/v1/memory?visibility=x&key=k", "alice", wantErr(errcat.InvalidField, "query.visibility")},
+		{"DELETE", "/v1/memory?visibility=private&key=k", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
+		{"DELETE", "/v1/memory?visibility=private&key=k", "alice", apiErr{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			e.t = t
+			e.fails(req{method: tc.method, path: tc.path, user: tc.user}, tc.want)
+		})
+	}
+}
+
+func TestDeleteEntryUpdatesUsage(t *testing.T) {
+	e := newEnv(t)
+	for _, kv := range [][2]string{{"a", "12345"}, {"bb", "1"}} {
+		e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": kv[0], "value": kv[1], "visibility": "private"}})
+	}
+	diffT(t, "usage", usageOf(9, 2), e.usage("alice", "private", ""))
+	diffT(t, "delete", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
+	diffT(t, "usage after delete", usageOf(3, 1), e.usage("alice", "private", ""))
+	diffT(t, "delete again", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
+	diffT(t, "delete last", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=bb", user: "alice"}))
+	diffT(t, "usage when empty", usageOf(0, 0), e.usage("alice", "private", ""))
+}
+
+func TestKeysWithOddBytes(t *testing.T) {
+	e := newEnv(t)
+	// Keys that are prefixes of one another or hold 0x00 stay distinct.
+	for _, k := range []string{"a", "a\x00", "a\x00b", "ab"} {
+		e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": k, "value": "v", "visibility": "private"}})
+	}
+	diffT(t, "list", []string{"a=v/private", "a\x00=v/private", "a\x00b=v/private", "ab=v/private"},
+		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+	e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=" + url.QueryEscape("a\x00"), user: "alice"})
+	diffT(t, "list after delete", []string{"a=v/private", "a\x00b=v/private", "ab=v/private"},
+		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+	// User "a" and user "a\x00..." do not see each other's buckets.
+	diffT(t, "user prefix", []string{}, keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "alic"})))
+}
+
+func TestMemoryStorageError(t *testing.T) {
+	e := newEnv(t)
+	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "old", "visibility": "private"}})
+	storage := wantErr(errcat.StorageError, "")
+	for _, q := range []req{
+		{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "new", "visibility": "private"}},
+		{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k2", "value": "new", "visibility": "private"}},
+		{method: "GET", path: "/v1/memory", user: "alice"},
+		{method: "GET", path: "/v1/memory/usage?visibility=private", user: "alice"},
+		{method: "DELETE", path: "/v1/memory?visibility=private&key=k", user: "alice"},
+	} {
+		e.st.FailNext(errors.New("disk on fire"))
+		e.fails(q, storage)
+	}
+	diffT(t, "entries after failures", []string{"k=old/private"}, keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "alice"})))
+	diffT(t, "usage after failures", usageOf(4, 1), e.usage("alice", "private", ""))
+}
+
+func TestRestartKeepsEverything(t *testing.T) {
+	e := newEnv(t)
+	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v", "visibility": "private"}})
+	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T1"}})
+	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T2"}})
+	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant/current/1", user: "alice"})
+
+	r := newEnvOver(t, e.st, e.clk)
+	diffT(t, "entries", []string{"k=v/private"}, keysValues(r.ok(req{method: "GET", path: "/v1/memory", user: "alice"})))
+	diffT(t, "usage", usageOf(2, 1), r.usage("alice", "private", ""))
+	diffT(t, "current prompt", "T1", field(r.ok(req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"}), "content"))
+	diffT(t, "next version", float64(3), field(r.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T3"}}), "n"))
+}
+
+// TestUsageMatchesEntries checks the usage counter against the entries after
+// concurrent random upserts and deletes, and that the cap always held.
+func TestUsageMatchesEntries(t *testing.T) {
+	e := newEnv(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 40 {
+				key := fmt.Sprintf("k%d", rnd.IntN(12))
+				var r *http.Request
+				if rnd.IntN(4) == 0 {
+					r = httptest.NewRequest("DELETE", "/v1/memory?visibility=public&key="+key, nil)
+				} else {
+					b, _ := json.Marshal(map[string]any{"key": key, "value": repeat(1 + rnd.IntN(4000)), "visibility": "public"})
+					r = httptest.NewRequest("POST", "/v1/memory", bytes.NewReader(b))
+				}
+				r.Header.Set(httpx.HeaderUserID, fmt.Sprintf("user%d", g))
+				r = r.WithContext(auth.NewContext(r.Context(), &auth.Principal{Tenant: &auth.Tenant{ID: "acme"}, Role: auth.RoleMember}))
+				w := httptest.NewRecorder()
+				e.h.ServeHTTP(w, r)
+				if w.Code != http.StatusOK && w.Code != http.StatusConflict {
+					t.Errorf("%s: %d %s", r.Method, w.Code, w.Body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	list := e.ok(req{method: "GET", path: "/v1/memory?visibility=public", user: "alice"})
+	used, n := 0, 0
+	for _, d := range field(list, "data").([]any) {
+		used += len(field(d, "key").(string)) + len(field(d, "value").(string))
+		n++
+	}
+	if used > memory.BucketCapBytes {
+		t.Errorf("bucket holds %d bytes, over the cap", used)
+	}
+	diffT(t, "usage", usageOf(used, n), e.usage("alice", "public", ""))
+}

@@ -1,0 +1,194 @@
+package memory_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/memory"
+)
+
+// ver is a version as the API shows it, created at t0 + minutes.
+func ver(n int, content string, current bool, minutes int) map[string]any {
+	return map[string]any{"n": float64(n), "content": content, "is_current": current,
+		"created_at": t0.Add(time.Duration(minutes) * time.Minute).Format(time.RFC3339Nano)}
+}
+
+func versionsOf(current any, vs ...map[string]any) map[string]any {
+	data := []any{}
+	for _, v := range vs {
+		data = append(data, v)
+	}
+	return map[string]any{"object": "list", "level": "tenant", "current": current, "data": data}
+}
+
+// TestPromptTransitions walks every row of the spec's states table for
+// system-prompt versions, and the version numbering.
+func TestPromptTransitions(t *testing.T) {
+	const base = "/v1/system-prompts/tenant"
+	notFound := wantErr(errcat.SystemPromptVersionNotFound, "version")
+	locked := wantErr(errcat.SystemPromptCurrentLocked, "version")
+	steps := []struct {
+		name     string
+		method   string
+		path     string
+		body     any
+		want     apiErr
+		wantBody any // compared when not nil
+		versions map[string]any
+	}{
+		{name: "no current version yet", method: "GET", path: base, want: notFound, versions: versionsOf(nil)},
+		{name: "soft delete of nothing", method: "DELETE", path: base, wantBody: map[string]any{"deleted": false}, versions: versionsOf(nil)},
+		{name: "first version", method: "PUT", path: base, body: map[string]any{"content": "A"},
+			wantBody: ver(1, "A", true, 3), versions: versionsOf(1.0, ver(1, "A", true, 3))},
+		{name: "second version becomes current", method: "PUT", path: base, body: map[string]any{"content": "B"},
+			wantBody: ver(2, "B", true, 4), versions: versionsOf(2.0, ver(1, "A", false, 3), ver(2, "B", true, 4))},
+		{name: "get current", method: "GET", path: base, wantBody: ver(2, "B", true, 4)},
+		{name: "hard delete of current is locked", method: "DELETE", path: base + "/v/2", want: locked,
+			versions: versionsOf(2.0, ver(1, "A", false, 3), ver(2, "B", true, 4))},
+		{name: "hard delete of unknown", method: "DELETE", path: base + "/v/9", want: notFound},
+		{name: "hard delete of non-number", method: "DELETE", path: base + "/v/abc", want: notFound},
+		{name: "hard delete of zero", method: "DELETE", path: base + "/v/0", want: notFound},
+		{name: "rollback to unknown", method: "PUT", path: base + "/current/9", want: notFound,
+			versions: versionsOf(2.0, ver(1, "A", false, 3), ver(2, "B", true, 4))},
+		{name: "rollback to non-number", method: "PUT", path: base + "/current/-1", want: notFound},
+		{name: "rollback", method: "PUT", path: base + "/current/1", wantBody: ver(1, "A", true, 3),
+			versions: versionsOf(1.0, ver(1, "A", true, 3), ver(2, "B", false, 4))},
+		{name: "rollback to the current one", method: "PUT", path: base + "/current/1", wantBody: ver(1, "A", true, 3)},
+		{name: "former current is now deletable", method: "DELETE", path: base + "/v/2",
+			wantBody: map[string]any{"deleted": true, "n": 2.0}, versions: versionsOf(1.0, ver(1, "A", true, 3))},
+		{name: "deleted version is gone", method: "PUT", path: base + "/current/2", want: notFound},
+		{name: "numbers are not reused", method: "PUT", path: base, body: map[string]any{"content": "C"},
+			wantBody: ver(3, "C", true, 16), versions: versionsOf(3.0, ver(1, "A", false, 3), ver(3, "C", true, 16))},
+		{name: "soft delete", method: "DELETE", path: base, wantBody: map[string]any{"deleted": true},
+			versions: versionsOf(nil, ver(1, "A", false, 3), ver(3, "C", false, 16))},
+		{name: "no current after soft delete", method: "GET", path: base, want: notFound},
+		{name: "soft delete again", method: "DELETE", path: base, wantBody: map[string]any{"deleted": false}},
+		{name: "formerly current is deletable after soft delete", method: "DELETE", path: base + "/v/3",
+			wantBody: map[string]any{"deleted": true, "n": 3.0}, versions: versionsOf(nil, ver(1, "A", false, 3))},
+		{name: "restore after soft delete", method: "PUT", path: base + "/current/1", wantBody: ver(1, "A", true, 3),
+			versions: versionsOf(1.0, ver(1, "A", true, 3))},
+		{name: "soft delete once more", method: "DELETE", path: base, wantBody: map[string]any{"deleted": true}},
+		{name: "delete the last version", method: "DELETE", path: base + "/v/1", wantBody: map[string]any{"deleted": true, "n": 1.0},
+			versions: versionsOf(nil)},
+		{name: "new version after all were deleted", method: "PUT", path: base, body: map[string]any{"content": "D"},
+			wantBody: ver(4, "D", true, 24), versions: versionsOf(4.0, ver(4, "D", true, 24))},
+	}
+	e := newEnv(t)
+	for _, s := range steps {
+		e.clk.Advance(time.Minute)
+		t.Run(s.name, func(t *testing.T) {
+			e.t = t
+			status, body := e.do(req{method: s.method, path: s.path, user: "alice", body: s.body})
+			diffT(t, "error", s.want, errOf(status, body))
+			if s.wantBody != nil {
+				diffT(t, "answer", s.wantBody, body)
+			}
+			if s.versions != nil {
+				diffT(t, "versions", s.versions, e.ok(req{method: "GET", path: base + "/versions", user: "alice"}))
+			}
+		})
+	}
+}
+
+func TestPromptValidation(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		user   string
+		body   any
+		want   apiErr
+	}{
+		{"unknown level put", "PUT", "/v1/system-prompts/org", "alice", map[string]any{"content": "x"}, wantErr(errcat.InvalidField, "level")},
+		{"unknown level get", "GET", "/v1/system-prompts/org", "alice", nil, wantErr(errcat.InvalidField, "level")},
+		{"unknown level versions", "GET", "/v1/system-prompts/Tenant/versions", "alice", nil, wantErr(errcat.InvalidField, "level")},
+		{"unknown level rollback", "PUT", "/v1/system-prompts/x/current/1", "alice", nil, wantErr(errcat.InvalidField, "level")},
+		{"unknown level hard delete", "DELETE", "/v1/system-prompts/x/v/1", "alice", nil, wantErr(errcat.InvalidField, "level")},
+		{"unknown level soft delete", "DELETE", "/v1/system-prompts/x", "alice", nil, wantErr(errcat.InvalidField, "level")},
+		{"cap", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": strings.Repeat("p", memory.PromptCapBytes)}, apiErr{}},
+		{"cap+1", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": strings.Repeat("p", memory.PromptCapBytes+1)},
+			wantErr(errcat.SystemPromptTooLarge, "content")},
+		{"cap+1 in UTF-8 bytes", "PUT", "/v1/system-prompts/user", "alice", map[string]any{"content": strings.Repeat("é", memory.PromptCapBytes/2) + "x"},
+			wantErr(errcat.SystemPromptTooLarge, "content")},
+		{"cap+1 on scope level", "PUT", "/v1/system-prompts/scope", "alice", map[string]any{"content": strings.Repeat("p", memory.PromptCapBytes+1)},
+			wantErr(errcat.SystemPromptTooLarge, "content")},
+		{"no content", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{}, wantErr(errcat.MissingField, "body.content")},
+		{"empty content", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": ""}, wantErr(errcat.InvalidField, "body.content")},
+		{"content not string", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": 1}, wantErr(errcat.InvalidField, "body.content")},
+		{"unknown field", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": "x", "level": "user"}, wantErr(errcat.InvalidField, "body.level")},
+		{"scope_id on user level", "PUT", "/v1/system-prompts/user", "alice", map[string]any{"content": "x", "scope_id": "s"}, wantErr(errcat.InvalidField, "body.scope_id")},
+		{"scope_id on tenant level", "GET", "/v1/system-prompts/tenant/versions?scope_id=s", "alice", nil, wantErr(errcat.InvalidField, "query.scope_id")},
+		{"scope_id too long", "PUT", "/v1/system-prompts/scope", "alice", map[string]any{"content": "x", "scope_id": strings.Repeat("s", 300)}, wantErr(errcat.InvalidField, "body.scope_id")},
+		{"scope_id body and query differ", "PUT", "/v1/system-prompts/scope?scope_id=a", "alice", map[string]any{"content": "x", "scope_id": "b"}, wantErr(errcat.InvalidField, "body.scope_id")},
+		{"user level without user", "PUT", "/v1/system-prompts/user", "", map[string]any{"content": "x"}, wantErr(errcat.MissingField, "headers.gw-user-id")},
+		{"user level read without user", "GET", "/v1/system-prompts/user/versions", "", nil, wantErr(errcat.MissingField, "headers.gw-user-id")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e.t = t
+			e.fails(req{method: tc.method, path: tc.path, user: tc.user, body: tc.body}, tc.want)
+		})
+	}
+}
+
+func TestPromptSubjects(t *testing.T) {
+	e := newEnv(t)
+	put := func(level, user, tenant string, body map[string]any) {
+		e.ok(req{method: "PUT", path: "/v1/system-prompts/" + level, user: user, tenant: tenant, body: body})
+	}
+	put("user", "alice", "", map[string]any{"content": "alice's"})
+	put("user", "bob", "", map[string]any{"content": "bob's"})
+	put("scope", "alice", "", map[string]any{"content": "default scope"})
+	put("scope", "alice", "", map[string]any{"content": "team scope", "scope_id": "team"})
+	put("scope", "alice", "", map[string]any{"content": "team scope 2", "scope_id": "team"})
+	put("scope?scope_id=lab", "alice", "", map[string]any{"content": "lab scope"})
+	put("tenant", "alice", "", map[string]any{"content": "acme"})
+	put("tenant", "alice", "other", map[string]any{"content": "other"})
+
+	current := func(path, user, tenant string) any {
+		return field(e.ok(req{method: "GET", path: path, user: user, tenant: tenant}), "content")
+	}
+	diffT(t, "alice", "alice's", current("/v1/system-prompts/user", "alice", ""))
+	diffT(t, "bob", "bob's", current("/v1/system-prompts/user", "bob", ""))
+	diffT(t, "default scope", "default scope", current("/v1/system-prompts/scope", "bob", ""))
+	diffT(t, "default scope by name", "default scope", current("/v1/system-prompts/scope?scope_id=default", "bob", ""))
+	diffT(t, "team scope", "team scope 2", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
+	diffT(t, "lab scope", "lab scope", current("/v1/system-prompts/scope?scope_id=lab", "bob", ""))
+	diffT(t, "tenant", "acme", current("/v1/system-prompts/tenant", "bob", ""))
+	diffT(t, "other tenant", "other", current("/v1/system-prompts/tenant", "bob", "other"))
+	e.fails(req{method: "GET", path: "/v1/system-prompts/user", user: "carol"}, wantErr(errcat.SystemPromptVersionNotFound, "version"))
+	e.fails(req{method: "GET", path: "/v1/system-prompts/scope", user: "alice", tenant: "other"}, wantErr(errcat.SystemPromptVersionNotFound, "version"))
+	// Versions are numbered per subject; bob cannot touch alice's versions.
+	e.fails(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"}, wantErr(errcat.SystemPromptCurrentLocked, "version"))
+	e.ok(req{method: "DELETE", path: "/v1/system-prompts/user", user: "bob"})
+	e.ok(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"})
+	diffT(t, "alice after bob's delete", "alice's", current("/v1/system-prompts/user", "alice", ""))
+	e.ok(req{method: "PUT", path: "/v1/system-prompts/scope/current/1?scope_id=team", user: "alice"})
+	diffT(t, "team scope rolled back", "team scope", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
+}
+
+func TestPromptStorageError(t *testing.T) {
+	e := newEnv(t)
+	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "A"}})
+	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "B"}})
+	storage := wantErr(errcat.StorageError, "")
+	for _, q := range []req{
+		{method: "PUT", path: "/v1/system-prompts/tenant", body: map[string]any{"content": "C"}},
+		{method: "GET", path: "/v1/system-prompts/tenant"},
+		{method: "GET", path: "/v1/system-prompts/tenant/versions"},
+		{method: "PUT", path: "/v1/system-prompts/tenant/current/1"},
+		{method: "DELETE", path: "/v1/system-prompts/tenant/v/1"},
+		{method: "DELETE", path: "/v1/system-prompts/tenant"},
+	} {
+		q.user = "alice"
+		e.st.FailNext(errors.New("disk on fire"))
+		e.fails(q, storage)
+	}
+	diffT(t, "versions after failures", map[string]any{"object": "list", "level": "tenant", "current": 2.0,
+		"data": []any{ver(1, "A", false, 0), ver(2, "B", true, 0)}},
+		e.ok(req{method: "GET", path: "/v1/system-prompts/tenant/versions", user: "alice"}))
+}

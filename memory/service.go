@@ -1,0 +1,184 @@
+package memory
+
+import (
+	"errors"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/store"
+)
+
+// Limits of the spec (KB = 1024 bytes, sizes in UTF-8 bytes).
+const (
+	// BucketCapBytes is the cap of one memory bucket: the sum over its entries
+	// of len(key) + len(value). A write that lands exactly on the cap is accepted.
+	BucketCapBytes = 16384
+	// PromptCapBytes is the cap of one system-prompt version (per level).
+	PromptCapBytes = 8192
+	// ConfirmTTLSeconds is the lifetime of a memory confirm token.
+	ConfirmTTLSeconds = 60
+	// DefaultScope is the scope_id used when a request names none, and the
+	// scope whose prompt and public memory are injected into chats.
+	DefaultScope = "default"
+	// MaxScopeIDBytes bounds scope_id.
+	MaxScopeIDBytes = 256
+)
+
+// Visibility values of a memory entry.
+const (
+	Private = "private"
+	Public  = "public"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Store holds entries, usage counters and prompt versions (buckets mem/*).
+	// It must not be nil.
+	Store store.Store
+	// Clock times entries, versions and confirm tokens. Nil means clock.Wall.
+	Clock clock.Clock
+	// MaxPendingConfirms bounds the confirm tokens held in memory at once; when
+	// full, expired tokens are dropped, then the one closest to expiry. Zero
+	// means 4096.
+	MaxPendingConfirms int
+}
+
+// Service serves memory entries and system prompts, builds the injected system
+// context of chats and provides the memory tools. Create it with New; it is safe
+// for concurrent use.
+type Service struct {
+	st       store.Store
+	clk      clock.Clock
+	confirms *confirmStore
+}
+
+// New returns a Service over cfg. It panics when cfg.Store is nil (a wiring
+// bug, not a run-time condition).
+func New(cfg Config) *Service {
+	if cfg.Store == nil {
+		panic("memory.New: Config.Store is nil")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Wall{}
+	}
+	if cfg.MaxPendingConfirms <= 0 {
+		cfg.MaxPendingConfirms = 4096
+	}
+	return &Service{st: cfg.Store, clk: cfg.Clock, confirms: newConfirmStore(cfg.MaxPendingConfirms)}
+}
+
+// Buckets of the memory layout; the package owns every bucket named mem/*.
+// Key components are store.AppendString / store.AppendUint64 encoded.
+var (
+	// bucketEntries: str(tenant) str(scope) str(visibility) str(owner) str(key)
+	// -> entryRecord (JSON). owner is the user for private buckets, "" for public.
+	bucketEntries = []byte("mem/entries")
+	// bucketUsage: str(tenant) str(scope) str(visibility) str(owner)
+	// -> usageRecord (JSON), kept in the transaction of every entry write.
+	bucketUsage = []byte("mem/usage")
+	// bucketPrompts: str(tenant) str(level) str(subject) u64(n) -> versionRecord.
+	// subject is "" (tenant level), the scope_id (scope level) or the user.
+	bucketPrompts = []byte("mem/prompts")
+	// bucketPromptHeads: str(tenant) str(level) str(subject) -> headRecord.
+	bucketPromptHeads = []byte("mem/prompt-heads")
+)
+
+// bucketKey identifies a memory bucket (scope_id, visibility, owner) of a tenant.
+type bucketKey struct {
+	tenant, scope, visibility, owner string
+}
+
+// newBucketKey returns the bucket of visibility for user in scope.
+func newBucketKey(tenant, scope, visibility, user string) bucketKey {
+	b := bucketKey{tenant: tenant, scope: scope, visibility: visibility}
+	if visibility == Private {
+		b.owner = user
+	}
+	return b
+}
+
+// prefix is the usage key of the bucket and the scan prefix of its entries.
+func (b bucketKey) prefix() []byte {
+	k := store.AppendString(nil, b.tenant)
+	k = store.AppendString(k, b.scope)
+	k = store.AppendString(k, b.visibility)
+	return store.AppendString(k, b.owner)
+}
+
+// entryKey is the key of entry key in the bucket.
+func (b bucketKey) entryKey(key string) []byte { return store.AppendString(b.prefix(), key) }
+
+// tenantOf returns the tenant of the authenticated request.
+func tenantOf(r *http.Request) (string, error) {
+	p := auth.FromContext(r.Context())
+	if p == nil || p.Tenant == nil {
+		return "", errcat.Internal(errors.New("memory: no principal in request context"))
+	}
+	return p.Tenant.ID, nil
+}
+
+// errNoUser is missing_field headers.gw-user-id (the root already checks it on
+// /v1/memory* and /v1/system-prompts*; the tool path checks it here).
+func errNoUser() *errcat.Error {
+	return errcat.New(errcat.MissingField, "headers.gw-user-id", "Header GW-User-Id is required.")
+}
+
+// userOf returns the GW-User-Id of r, or missing_field.
+func userOf(r *http.Request) (string, error) {
+	u := httpx.UserID(r)
+	if u == "" {
+		return "", errNoUser()
+	}
+	return u, nil
+}
+
+// storeErr passes on the *errcat.Error a transaction function returned (such as
+// memory_bucket_full) and turns every other failure into storage_error.
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *errcat.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return errcat.Storage(err)
+}
+
+// scopeOf validates a scope_id (param names it): "" means DefaultScope.
+func scopeOf(scope, param string) (string, error) {
+	switch {
+	case scope == "":
+		return DefaultScope, nil
+	case len(scope) > MaxScopeIDBytes:
+		return "", errcat.Newf(errcat.InvalidField, param, "scope_id must be at most %d bytes.", MaxScopeIDBytes)
+	case !utf8.ValidString(scope):
+		return "", errcat.New(errcat.InvalidField, param, "scope_id must be valid UTF-8.")
+	}
+	return scope, nil
+}
+
+// visibilityOf validates a visibility (param names it).
+func visibilityOf(v *string, param string) (string, error) {
+	if v == nil || *v == "" {
+		return "", errcat.Newf(errcat.MissingField, param, "%s is required (private or public).", fieldName(param))
+	}
+	if *v != Private && *v != Public {
+		return "", errcat.Newf(errcat.InvalidField, param, "%s must be private or public.", fieldName(param))
+	}
+	return *v, nil
+}
+
+// fieldName is the last part of a param ("body.key" -> "key").
+func fieldName(param string) string {
+	for i := len(param) - 1; i >= 0; i-- {
+		if param[i] == '.' {
+			return param[i+1:]
+		}
+	}
+	return param
+}

@@ -1,0 +1,194 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/tools"
+)
+
+// rememberArgs are the arguments of memory_remember.
+type rememberArgs struct {
+	Key          *string `json:"key"`
+	Value        *string `json:"value"`
+	Visibility   *string `json:"visibility"`
+	ScopeID      *string `json:"scope_id"`
+	ConfirmToken *string `json:"confirm_token"`
+}
+
+// forgetArgs are the arguments of memory_forget.
+type forgetArgs struct {
+	Key        *string `json:"key"`
+	Visibility *string `json:"visibility"`
+	ScopeID    *string `json:"scope_id"`
+}
+
+// ConfirmRequired is the answer of a public memory_remember without a token.
+type ConfirmRequired struct {
+	ConfirmRequired bool   `json:"confirm_required"`
+	ConfirmToken    string `json:"confirm_token"`
+	ExpiresIn       int    `json:"expires_in"`
+	Message         string `json:"message"`
+}
+
+// RememberResult is the answer of a memory_remember that wrote.
+type RememberResult struct {
+	Stored     bool   `json:"stored"`
+	Key        string `json:"key"`
+	Visibility string `json:"visibility"`
+	ScopeID    string `json:"scope_id"`
+}
+
+// ForgetResult is the answer of memory_forget.
+type ForgetResult struct {
+	Deleted    bool   `json:"deleted"`
+	Key        string `json:"key"`
+	Visibility string `json:"visibility"`
+	ScopeID    string `json:"scope_id"`
+}
+
+const (
+	rememberParams = `{"type":"object","properties":{` +
+		`"key":{"type":"string","description":"Short name of the fact; writing an existing key replaces its value."},` +
+		`"value":{"type":"string","description":"The fact to remember."},` +
+		`"visibility":{"type":"string","enum":["private","public"],"description":"private: only this user sees it; public: every user of the scope sees it (needs a confirmation: the first call answers a confirm_token)."},` +
+		`"scope_id":{"type":"string","description":"Scope of the memory bucket; default \"default\"."},` +
+		`"confirm_token":{"type":"string","description":"For a public write: the token of the first call, sent with otherwise identical arguments within 60 seconds."}` +
+		`},"required":["key","value","visibility"],"additionalProperties":false}`
+	forgetParams = `{"type":"object","properties":{` +
+		`"key":{"type":"string","description":"Key of the entry to delete."},` +
+		`"visibility":{"type":"string","enum":["private","public"]},` +
+		`"scope_id":{"type":"string","description":"Scope of the memory bucket; default \"default\"."}` +
+		`},"required":["key","visibility"],"additionalProperties":false}`
+)
+
+// Tools returns the memory tools, memory_remember and memory_forget, for the
+// gateway's tool registry. Both need the caller's scope memory:write and a user
+// (Call.UserID; without one: missing_field headers.gw-user-id).
+//
+// memory_remember {key, value, visibility, scope_id?, confirm_token?} writes a
+// private entry at once. A public one without confirm_token writes nothing and
+// answers {"confirm_required":true,"confirm_token":"...","expires_in":60}; the
+// same call with the token then writes. A wrong, reused, expired or mismatched
+// token (other arguments, tenant or user) is 400 memory_confirm_required
+// (confirm_token). The write itself behaves as POST /v1/memory (409
+// memory_bucket_full when over the cap, checked already before a token is issued).
+//
+// memory_forget {key, visibility, scope_id?} answers {"deleted":bool,...}.
+func (s *Service) Tools() []tools.Tool {
+	return []tools.Tool{
+		{
+			Name:        "memory_remember",
+			Description: "Stores a fact about the user (private) or for everyone in a scope (public) in the gateway's memory; memory is added to later chats.",
+			Parameters:  json.RawMessage(rememberParams),
+			Scope:       "memory:write",
+			Execute:     s.remember,
+		},
+		{
+			Name:        "memory_forget",
+			Description: "Deletes a remembered fact by key.",
+			Parameters:  json.RawMessage(forgetParams),
+			Scope:       "memory:write",
+			Execute:     s.forget,
+		},
+	}
+}
+
+// argBucket validates the visibility and scope_id arguments of a memory tool.
+func argBucket(call tools.Call, vis, scope *string) (bucketKey, error) {
+	v, err := visibilityOf(vis, tools.ArgParam("visibility"))
+	if err != nil {
+		return bucketKey{}, err
+	}
+	sc := ""
+	if scope != nil {
+		sc = *scope
+	}
+	if sc, err = scopeOf(sc, tools.ArgParam("scope_id")); err != nil {
+		return bucketKey{}, err
+	}
+	return newBucketKey(call.TenantID, sc, v, call.UserID), nil
+}
+
+func requiredArg(v *string, name string) (string, error) {
+	if v == nil {
+		return "", tools.MissingArg(name)
+	}
+	if *v == "" {
+		return "", tools.InvalidArg(name, name+" must not be empty.")
+	}
+	return *v, nil
+}
+
+func (s *Service) remember(ctx context.Context, call tools.Call) (any, error) {
+	if call.UserID == "" {
+		return nil, errNoUser()
+	}
+	var a rememberArgs
+	if err := tools.DecodeArgs(call.Arguments, &a); err != nil {
+		return nil, err
+	}
+	key, err := requiredArg(a.Key, "key")
+	if err != nil {
+		return nil, err
+	}
+	value, err := requiredArg(a.Value, "value")
+	if err != nil {
+		return nil, err
+	}
+	b, err := argBucket(call, a.Visibility, a.ScopeID)
+	if err != nil {
+		return nil, err
+	}
+	if b.visibility == Public {
+		digest := confirmDigest(b, call.UserID, key, value)
+		now := s.clk.Now()
+		if a.ConfirmToken == nil || *a.ConfirmToken == "" {
+			if err := s.checkFits(ctx, b, key, value); err != nil {
+				return nil, err
+			}
+			tok := s.confirms.issue(now, ConfirmTTLSeconds*time.Second, digest)
+			return ConfirmRequired{ConfirmRequired: true, ConfirmToken: tok, ExpiresIn: ConfirmTTLSeconds,
+				Message: "Public memory is shared with every user of the scope. Ask the user to confirm, then repeat the call with the same arguments and this confirm_token within 60 seconds."}, nil
+		}
+		p, ok := s.confirms.redeem(now, *a.ConfirmToken, digest)
+		if !ok {
+			return nil, errcat.New(errcat.MemoryConfirmRequired, "confirm_token",
+				"The confirm_token is unknown, expired, already used or issued for other arguments; call again without it to get a new one.")
+		}
+		if _, err := s.putEntry(ctx, b, key, value); err != nil {
+			s.confirms.restore(*a.ConfirmToken, p)
+			return nil, err
+		}
+		return RememberResult{Stored: true, Key: key, Visibility: b.visibility, ScopeID: b.scope}, nil
+	}
+	if _, err := s.putEntry(ctx, b, key, value); err != nil {
+		return nil, err
+	}
+	return RememberResult{Stored: true, Key: key, Visibility: b.visibility, ScopeID: b.scope}, nil
+}
+
+func (s *Service) forget(ctx context.Context, call tools.Call) (any, error) {
+	if call.UserID == "" {
+		return nil, errNoUser()
+	}
+	var a forgetArgs
+	if err := tools.DecodeArgs(call.Arguments, &a); err != nil {
+		return nil, err
+	}
+	key, err := requiredArg(a.Key, "key")
+	if err != nil {
+		return nil, err
+	}
+	b, err := argBucket(call, a.Visibility, a.ScopeID)
+	if err != nil {
+		return nil, err
+	}
+	deleted, err := s.deleteEntry(ctx, b, key)
+	if err != nil {
+		return nil, err
+	}
+	return ForgetResult{Deleted: deleted, Key: key, Visibility: b.visibility, ScopeID: b.scope}, nil
+}

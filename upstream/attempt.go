@@ -1,0 +1,156 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/chatgw/gateway/errcat"
+)
+
+// outcome is the result of one attempt.
+type outcome struct {
+	resp     *Response     // set on success (2xx)
+	err      *errcat.Error // set on failure
+	answered bool          // the backend answered with a non-2xx status
+	retry    bool          // the next backend of the chain may be tried
+}
+
+// Attempt outcomes, as logged.
+const (
+	outcomeOK               = "ok"
+	outcomeStatus           = "status"
+	outcomeConnectError     = "connect_error"
+	outcomeFirstByteTimeout = "first_byte_timeout"
+	outcomeTotalTimeout     = "total_timeout"
+	outcomeCancelled        = "cancelled"
+)
+
+// attempt sends req to one backend. Its context derives from total (the caller's
+// ctx bounded by the total time-out); a timer cancels only this attempt when the
+// response headers do not arrive within the first-byte time-out. On success the
+// attempt's context stays alive until the response body is closed.
+func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t *target, n int) outcome {
+	start := time.Now()
+	body, err := p.body(t)
+	if err != nil {
+		return outcome{err: errcat.As(err)}
+	}
+	actx, cancel := context.WithCancel(total)
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, joinURL(t.baseURL, req.Path), body)
+	if err != nil {
+		cancel()
+		return outcome{err: errcat.Internal(err)}
+	}
+	r.setHeaders(hreq.Header, req, t)
+
+	timer := time.AfterFunc(r.backends.FirstByteTimeout, cancel)
+	resp, err := r.client.Do(hreq)
+	firstByteTimedOut := !timer.Stop()
+	if err != nil || firstByteTimedOut {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		cancel()
+		var o outcome
+		var kind string
+		switch {
+		case ctx.Err() != nil:
+			o, kind = outcome{err: callerDone(ctx)}, outcomeCancelled
+		case total.Err() != nil:
+			o, kind = outcome{err: timeoutError(err)}, outcomeTotalTimeout
+		case firstByteTimedOut:
+			o, kind = outcome{err: unavailable("no model backend answered in time", err), retry: true}, outcomeFirstByteTimeout
+		default:
+			o, kind = outcome{err: unavailable("no model backend could be reached", err), retry: true}, outcomeConnectError
+		}
+		r.logAttempt(ctx, req, t, n, kind, 0, start, err)
+		return o
+	}
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		r.logAttempt(ctx, req, t, n, outcomeOK, resp.StatusCode, start, nil)
+		return outcome{resp: &Response{
+			StatusCode:  resp.StatusCode,
+			Header:      resp.Header,
+			Body:        &responseBody{rc: resp.Body, ctx: ctx, total: total, cancel: cancel},
+			Provider:    t.provider,
+			RouterAlias: t.routerAlias,
+		}}
+	}
+
+	// An error body must come quickly too: bound its reading like the headers.
+	bodyTimer := time.AfterFunc(r.backends.FirstByteTimeout, cancel)
+	e := r.answerError(resp, t)
+	bodyTimer.Stop()
+	cancel()
+	kind := outcomeStatus
+	switch {
+	case ctx.Err() != nil:
+		e, kind = callerDone(ctx), outcomeCancelled
+	case total.Err() != nil:
+		e, kind = timeoutError(total.Err()), outcomeTotalTimeout
+	}
+	r.logAttempt(ctx, req, t, n, kind, resp.StatusCode, start, nil)
+	retry := kind == outcomeStatus &&
+		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500)
+	return outcome{err: e, answered: kind == outcomeStatus, retry: retry}
+}
+
+func (r *Router) setHeaders(h http.Header, req *Request, t *target) {
+	ct := req.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	h.Set("Content-Type", ct)
+	if req.Stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	if req.RequestID != "" {
+		h.Set("X-Request-Id", req.RequestID)
+	}
+	if t.apiKey != "" {
+		h.Set("Authorization", "Bearer "+t.apiKey)
+	}
+	h.Set("User-Agent", "chatgw")
+}
+
+// logAttempt logs one attempt and its outcome with the request id. It never logs
+// keys or bodies; transport errors are logged without the request URL.
+func (r *Router) logAttempt(ctx context.Context, req *Request, t *target, n int, kind string, status int, start time.Time, err error) {
+	level := slog.LevelInfo
+	if kind != outcomeOK {
+		level = slog.LevelWarn
+	}
+	if !r.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", req.RequestID),
+		slog.String("alias", req.Alias),
+		slog.Int("attempt", n),
+		slog.String("provider", t.provider),
+		slog.String("router_alias", t.routerAlias),
+		slog.String("outcome", kind),
+		slog.Int64("ms", time.Since(start).Milliseconds()),
+	}
+	if r.backends.RouterURL != "" {
+		attrs = append(attrs, slog.String("via", "router"))
+	}
+	if status != 0 {
+		attrs = append(attrs, slog.Int("status", status))
+	}
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		attrs = append(attrs, slog.String("error", r.san.sanitizeKeys(err.Error())))
+	}
+	r.log.LogAttrs(ctx, level, "upstream attempt", attrs...)
+}

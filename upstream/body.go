@@ -1,0 +1,237 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chatgw/gateway/errcat"
+)
+
+// payload is a request body that can be sent to several backends, each time with
+// that backend's router_alias as model.
+type payload struct {
+	data     []byte         // buffered body (Body, or a JSON BodyReader read fully)
+	stream   *trackedReader // BodyReader of a non-JSON body, sent once
+	json     bool           // data is a JSON object whose "model" is rewritten
+	boundary string         // multipart/form-data boundary: the "model" field is rewritten
+	sendAsIs bool           // any other media type
+}
+
+// newPayload prepares req's body. A JSON body that is not an object, or a
+// multipart body without a boundary, is invalid_json.
+func newPayload(req *Request) (*payload, error) {
+	ct := req.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return nil, errcat.New(errcat.InvalidJSON, "", "request content type is invalid")
+	}
+	p := &payload{data: req.Body}
+	switch {
+	case mt == "application/json":
+		p.json = true
+		if req.BodyReader != nil {
+			if p.data, err = io.ReadAll(req.BodyReader); err != nil {
+				return nil, errcat.Internal(err)
+			}
+		}
+	case mt == "multipart/form-data":
+		if p.boundary = params["boundary"]; p.boundary == "" {
+			return nil, errcat.New(errcat.InvalidJSON, "", "multipart body without boundary")
+		}
+	default:
+		p.sendAsIs = true
+	}
+	if req.BodyReader != nil && !p.json {
+		p.stream = &trackedReader{r: req.BodyReader}
+	}
+	return p, nil
+}
+
+// retryable reports whether the body can still be sent to another backend: a
+// streamed body cannot once any of it was read.
+func (p *payload) retryable() bool {
+	return p.stream == nil || !p.stream.used.Load()
+}
+
+// body returns the body for one attempt with model set to t's router_alias.
+func (p *payload) body(t *target) (io.Reader, error) {
+	if p.stream != nil {
+		if p.boundary == "" {
+			return p.stream, nil
+		}
+		return &lazyPipe{start: func(w *io.PipeWriter) {
+			w.CloseWithError(rewriteMultipart(w, p.stream, p.boundary, t.routerAlias))
+		}}, nil
+	}
+	switch {
+	case len(bytes.TrimSpace(p.data)) == 0 || p.sendAsIs:
+		return bytes.NewReader(p.data), nil
+	case p.json:
+		b, err := rewriteJSONModel(p.data, t.quotedAlias)
+		if err != nil {
+			return nil, err
+		}
+		return bytes.NewReader(b), nil
+	default:
+		var buf bytes.Buffer
+		if err := rewriteMultipart(&buf, bytes.NewReader(p.data), p.boundary, t.routerAlias); err != nil {
+			return nil, errcat.New(errcat.InvalidJSON, "", "request body is not valid multipart/form-data")
+		}
+		return bytes.NewReader(buf.Bytes()), nil
+	}
+}
+
+// fastModelPrefix is how the gateway starts the JSON bodies it builds.
+const fastModelPrefix = `{"model":"`
+
+// rewriteJSONModel returns body with its top-level "model" set to quoted (a JSON
+// string). Bodies starting with {"model":"<plain string>", (how the gateway builds
+// them, already validated) are spliced without decoding, trusting the rest;
+// others are decoded as an object and re-encoded (keys sorted).
+func rewriteJSONModel(body, quoted []byte) ([]byte, error) {
+	if bytes.HasPrefix(body, []byte(fastModelPrefix)) {
+		rest := body[len(fastModelPrefix):]
+		if i := bytes.IndexAny(rest, "\"\\"); i >= 0 && rest[i] == '"' && i+1 < len(rest) &&
+			(rest[i+1] == ',' || rest[i+1] == '}') {
+			tail := rest[i+1:]
+			out := make([]byte, 0, len(`{"model":`)+len(quoted)+len(tail))
+			out = append(out, `{"model":`...)
+			out = append(out, quoted...)
+			return append(out, tail...), nil
+		}
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+		return nil, errcat.New(errcat.InvalidJSON, "", "request body is not a JSON object")
+	}
+	m["model"] = quoted
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, errcat.Internal(err)
+	}
+	return out, nil
+}
+
+// rewriteMultipart copies a multipart/form-data body from src to dst with the
+// same boundary, replacing the "model" form field by alias (added when absent).
+func rewriteMultipart(dst io.Writer, src io.Reader, boundary, alias string) error {
+	mr := multipart.NewReader(src, boundary)
+	mw := multipart.NewWriter(dst)
+	if err := mw.SetBoundary(boundary); err != nil {
+		return err
+	}
+	wroteModel := false
+	for {
+		part, err := mr.NextRawPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		w, err := mw.CreatePart(part.Header)
+		if err != nil {
+			return err
+		}
+		if part.FormName() == "model" && part.FileName() == "" {
+			_, err = io.WriteString(w, alias)
+			wroteModel = true
+		} else {
+			_, err = io.Copy(w, part)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !wroteModel {
+		if err := mw.WriteField("model", alias); err != nil {
+			return err
+		}
+	}
+	return mw.Close()
+}
+
+// trackedReader remembers whether anything read from it.
+type trackedReader struct {
+	r    io.Reader
+	used atomic.Bool
+}
+
+func (t *trackedReader) Read(p []byte) (int, error) {
+	t.used.Store(true)
+	return t.r.Read(p)
+}
+
+// lazyPipe starts its producer on the first Read, so that a request that never
+// connected leaves the source unread (and retryable). The transport closes the
+// request body when it is done, which ends the producer.
+type lazyPipe struct {
+	start func(*io.PipeWriter)
+	once  sync.Once
+	pr    *io.PipeReader
+}
+
+func (l *lazyPipe) Read(p []byte) (int, error) {
+	l.once.Do(func() {
+		pr, pw := io.Pipe()
+		l.pr = pr
+		go l.start(pw)
+	})
+	return l.pr.Read(p)
+}
+
+func (l *lazyPipe) Close() error {
+	l.once.Do(func() {}) // never start after Close
+	if l.pr != nil {
+		return l.pr.Close()
+	}
+	return nil
+}
+
+// responseBody is a successful response's body: it maps read errors to
+// *errcat.Error and, on Close, releases the call's contexts (the attempt and the
+// total time-out), which stay alive while the caller reads.
+type responseBody struct {
+	rc     io.ReadCloser
+	ctx    context.Context // the caller's context
+	total  context.Context // ctx bounded by the total time-out
+	cancel func()
+}
+
+// Read reads the upstream body. Errors other than io.EOF are *errcat.Error:
+// upstream_timeout when the total time-out (or the caller's deadline) passed,
+// upstream_error otherwise; the original error is the cause.
+func (b *responseBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = b.mapErr(err)
+	}
+	return n, err
+}
+
+func (b *responseBody) mapErr(err error) error {
+	if b.ctx.Err() != nil {
+		return callerDone(b.ctx)
+	}
+	if b.total.Err() != nil {
+		return timeoutError(err)
+	}
+	return &errcat.Error{Code: errcat.UpstreamError, Message: "upstream connection lost", Cause: err}
+}
+
+// Close closes the upstream body and releases the call's resources.
+func (b *responseBody) Close() error {
+	err := b.rc.Close()
+	b.cancel()
+	return err
+}

@@ -1,0 +1,173 @@
+package upstream
+
+import "slices"
+
+// Status is a BackendStatus of the spec.
+type Status string
+
+// The BackendStatus values.
+const (
+	StatusAvailable    Status = "available"
+	StatusDeprecated   Status = "deprecated"
+	StatusUnconfigured Status = "unconfigured"
+	StatusPlanned      Status = "planned"
+)
+
+// Model kinds (ModelInfo.kind, an additive field).
+const (
+	KindChat               = "chat"
+	KindEmbeddings         = "embeddings"
+	KindImageGeneration    = "image_generation"
+	KindAudioTranscription = "audio_transcription"
+)
+
+// The providers a backend can use (BackendInfo.provider and base_url_env).
+const (
+	ProviderLocal  = "local"
+	ProviderCloudA = "cloudA"
+	ProviderCloudB = "cloudB"
+)
+
+// Catalog is the model catalog as GET /v1/info returns it.
+//
+// A Catalog built by ParseCatalog, LoadCatalog, DefaultCatalog, NewCatalog or
+// WithStatus has an index that makes Lookup O(1); its Models must not be changed
+// afterwards (build a new one instead). The index is an unexported field, so compare
+// catalogs in tests with cmpopts.IgnoreUnexported(upstream.Catalog{}). A Catalog
+// decoded from JSON directly works too, with a linear Lookup.
+type Catalog struct {
+	Models []ModelInfo `json:"models"`
+	Notes  string      `json:"notes"`
+
+	index map[string]int // alias -> position in Models
+}
+
+// ModelInfo describes one public alias.
+type ModelInfo struct {
+	Alias         string        `json:"alias"`
+	Description   string        `json:"description"`
+	Family        string        `json:"family"`
+	Kind          string        `json:"kind"`
+	ContextWindow int           `json:"context_window"`
+	Modalities    Modalities    `json:"modalities"`
+	Tools         bool          `json:"tools"`
+	JSONMode      bool          `json:"json_mode"`
+	ReasoningMode bool          `json:"reasoning_mode"`
+	License       string        `json:"license"`
+	Backends      []BackendInfo `json:"backends"`
+	Constraints   Constraints   `json:"constraints"`
+	Notes         string        `json:"notes"`
+}
+
+// Modalities are the supported input and output modalities.
+type Modalities struct {
+	TextIn   bool `json:"text_in"`
+	TextOut  bool `json:"text_out"`
+	ImageIn  bool `json:"image_in"`
+	AudioIn  bool `json:"audio_in"`
+	VideoIn  bool `json:"video_in"`
+	ImageOut bool `json:"image_out"`
+}
+
+// Constraints are enforced before forwarding.
+type Constraints struct {
+	AcceptsImageURL        bool `json:"accepts_image_url"`
+	MinMaxTokens           *int `json:"min_max_tokens"`
+	TypicalResponseSeconds *int `json:"typical_response_seconds"`
+}
+
+// BackendInfo is one step of an alias's routing chain.
+type BackendInfo struct {
+	Provider    string  `json:"provider"` // local, cloudA or cloudB
+	RouterAlias string  `json:"router_alias"`
+	Status      Status  `json:"status"`
+	Notes       *string `json:"notes"`
+	Pricing     *string `json:"pricing"`
+	// BaseURLEnv names the provider URL the backend uses (local, cloudA, cloudB);
+	// "" means the URL of Provider. Only in catalog files, never in /v1/info.
+	BaseURLEnv string `json:"base_url_env,omitempty"`
+}
+
+// urlProvider is the provider whose URL and API key the backend uses.
+func (b *BackendInfo) urlProvider() string {
+	if b.BaseURLEnv != "" {
+		return b.BaseURLEnv
+	}
+	return b.Provider
+}
+
+// NewCatalog validates models (the rules of ParseCatalog) and returns an indexed
+// catalog holding a deep copy of them.
+func NewCatalog(models []ModelInfo, notes string) (*Catalog, error) {
+	c := (&Catalog{Models: models, Notes: notes}).Clone()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Lookup returns the model with alias, or nil. The result points into the catalog
+// and must not be modified.
+func (c *Catalog) Lookup(alias string) *ModelInfo {
+	if c == nil {
+		return nil
+	}
+	if c.index != nil {
+		if i, ok := c.index[alias]; ok && i < len(c.Models) && c.Models[i].Alias == alias {
+			return &c.Models[i]
+		}
+		return nil
+	}
+	for i := range c.Models {
+		if c.Models[i].Alias == alias {
+			return &c.Models[i]
+		}
+	}
+	return nil
+}
+
+// Aliases returns the public aliases in catalog order.
+func (c *Catalog) Aliases() []string {
+	out := make([]string, len(c.Models))
+	for i := range c.Models {
+		out[i] = c.Models[i].Alias
+	}
+	return out
+}
+
+// Clone returns an indexed deep copy of c that shares no memory with it.
+func (c *Catalog) Clone() *Catalog {
+	out := &Catalog{Notes: c.Notes, Models: make([]ModelInfo, len(c.Models))}
+	for i, m := range c.Models {
+		m.Backends = slices.Clone(m.Backends)
+		for j := range m.Backends {
+			b := &m.Backends[j]
+			b.Notes = clonePtr(b.Notes)
+			b.Pricing = clonePtr(b.Pricing)
+		}
+		m.Constraints.MinMaxTokens = clonePtr(m.Constraints.MinMaxTokens)
+		m.Constraints.TypicalResponseSeconds = clonePtr(m.Constraints.TypicalResponseSeconds)
+		out.Models[i] = m
+	}
+	out.reindex()
+	return out
+}
+
+// reindex rebuilds the alias index; on duplicate aliases the first one wins
+// (validate rejects duplicates anyway).
+func (c *Catalog) reindex() {
+	c.index = make(map[string]int, len(c.Models))
+	for i := range c.Models {
+		if _, dup := c.index[c.Models[i].Alias]; !dup {
+			c.index[c.Models[i].Alias] = i
+		}
+	}
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

@@ -1,0 +1,264 @@
+package upstream_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/chatgw/gateway/upstream"
+)
+
+func TestDefaultCatalog(t *testing.T) {
+	t.Parallel()
+	cat, err := upstream.DefaultCatalog()
+	if err != nil {
+		t.Fatalf("DefaultCatalog: %v", err)
+	}
+	type summary struct {
+		Kind          string
+		ContextWindow int
+		ImageIn       bool
+		Reasoning     bool
+		MinMaxTokens  int
+		Chain         string
+	}
+	sum := func(alias string) summary {
+		m := cat.Lookup(alias)
+		if m == nil {
+			t.Fatalf("Lookup(%q) = nil", alias)
+		}
+		s := summary{Kind: m.Kind, ContextWindow: m.ContextWindow, ImageIn: m.Modalities.ImageIn, Reasoning: m.ReasoningMode}
+		if m.Constraints.MinMaxTokens != nil {
+			s.MinMaxTokens = *m.Constraints.MinMaxTokens
+		}
+		var chain []string
+		for _, b := range m.Backends {
+			chain = append(chain, b.Provider)
+		}
+		s.Chain = strings.Join(chain, ">")
+		return s
+	}
+	want := map[string]summary{
+		"lm-4-scout":        {"chat", 131072, true, false, 0, "local>cloudA>cloudB"},
+		"lm-4-scout-local":  {"chat", 131072, true, false, 0, "local"},
+		"lm-4-scout-cloudA": {"chat", 131072, true, false, 0, "cloudA"},
+		"lm-4-scout-cloudB": {"chat", 131072, true, false, 0, "cloudB"},
+		"lm-vision":         {"chat", 131072, true, false, 0, "local>cloudA"},
+		"lm-text-8k":        {"chat", 8192, false, false, 0, "local>cloudB"},
+		"lm-reasoner":       {"chat", 65536, false, true, 200, "cloudA>cloudB"},
+		"lm-embed":          {"embeddings", 8192, false, false, 0, "local>cloudA"},
+		"lm-image":          {"image_generation", 512, false, false, 0, "cloudA>cloudB"},
+		"lm-transcribe":     {"audio_transcription", 448, false, false, 0, "local>cloudA"},
+	}
+	got := map[string]summary{}
+	for _, a := range cat.Aliases() {
+		got[a] = sum(a)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("catalog mismatch (-want +got):\n%s", diff)
+	}
+	for _, m := range cat.Models {
+		if m.Constraints.AcceptsImageURL {
+			t.Errorf("%s: accepts_image_url true, want false everywhere", m.Alias)
+		}
+		for _, b := range m.Backends {
+			if b.BaseURLEnv != b.Provider || b.Status != upstream.StatusAvailable {
+				t.Errorf("%s/%s: base_url_env %q status %q", m.Alias, b.Provider, b.BaseURLEnv, b.Status)
+			}
+			if (b.Provider == "local") != (b.Pricing == nil) {
+				t.Errorf("%s/%s: pricing %v, want null only for local", m.Alias, b.Provider, b.Pricing)
+			}
+		}
+	}
+}
+
+func TestDefaultCatalogIsAFreshCopy(t *testing.T) {
+	t.Parallel()
+	a, _ := upstream.DefaultCatalog()
+	b, _ := upstream.DefaultCatalog()
+	a.Models[0].Alias = "changed"
+	a.Models[0].Backends[0].RouterAlias = "changed"
+	*a.Lookup("lm-reasoner").Constraints.MinMaxTokens = 1
+	if b.Models[0].Alias != "lm-4-scout" || b.Models[0].Backends[0].RouterAlias != scoutLocal ||
+		*b.Lookup("lm-reasoner").Constraints.MinMaxTokens != 200 {
+		t.Error("DefaultCatalog copies share memory")
+	}
+	if a.Lookup("lm-4-scout") != nil {
+		t.Error("Lookup finds an alias that was renamed in place")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	cat, _ := upstream.DefaultCatalog()
+	if m := cat.Lookup("lm-embed"); m == nil || m.Alias != "lm-embed" {
+		t.Errorf("Lookup(lm-embed) = %v", m)
+	}
+	if m := cat.Lookup("nope"); m != nil {
+		t.Errorf("Lookup(nope) = %v, want nil", m)
+	}
+	// A catalog decoded directly (no index) still works.
+	data, _ := json.Marshal(cat)
+	var decoded upstream.Catalog
+	if err := json.Unmarshal(data, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if m := decoded.Lookup("lm-image"); m == nil || m.Kind != upstream.KindImageGeneration {
+		t.Errorf("Lookup on a decoded catalog = %v", m)
+	}
+	var nilCat *upstream.Catalog
+	if nilCat.Lookup("lm-4-scout") != nil {
+		t.Error("nil catalog Lookup != nil")
+	}
+}
+
+const validModel = `{"alias":"m","description":"d","family":"f","kind":"chat","context_window":4096,
+ "modalities":{"text_in":true,"text_out":true,"image_in":false,"audio_in":false,"video_in":false,"image_out":false},
+ "tools":false,"json_mode":false,"reasoning_mode":false,"license":"MIT",
+ "backends":[{"provider":"local","router_alias":"m:latest","status":"available","notes":null,"pricing":null}],
+ "constraints":{"accepts_image_url":false,"min_max_tokens":null,"typical_response_seconds":null},"notes":""}`
+
+func TestParseCatalog(t *testing.T) {
+	t.Parallel()
+	with := func(old, new string) string { return strings.Replace(validModel, old, new, 1) }
+	tests := []struct {
+		name    string
+		data    string
+		wantErr string // "" means valid
+	}{
+		{"object", `{"models":[` + validModel + `],"notes":"n"}`, ""},
+		{"bare array", `[` + validModel + `]`, ""},
+		{"base_url_env", `[` + with(`"status"`, `"base_url_env":"cloudA","status"`) + `]`, ""},
+		{"no models", `{"models":[]}`, "no models"},
+		{"duplicate alias", `[` + validModel + `,` + validModel + `]`, `models[1]: alias "m" already used by models[0]`},
+		{"empty alias", `[` + with(`"alias":"m"`, `"alias":""`) + `]`, "alias must be non-empty"},
+		{"unknown kind", `[` + with(`"kind":"chat"`, `"kind":"video"`) + `]`, `models[0] ("m"): unknown kind "video"`},
+		{"missing kind", `[` + with(`"kind":"chat",`, ``) + `]`, `unknown kind ""`},
+		{"zero chat window", `[` + with(`4096`, `0`) + `]`, "context_window 0 must be positive"},
+		{"negative floor", `[` + with(`"min_max_tokens":null`, `"min_max_tokens":-1`) + `]`, "min_max_tokens must not be negative"},
+		{"empty chain", `[` + with(`[{"provider":"local","router_alias":"m:latest","status":"available","notes":null,"pricing":null}]`, `[]`) + `]`, "backends: empty chain"},
+		{"unknown provider", `[` + with(`"provider":"local"`, `"provider":"cloudC"`) + `]`, `backends[0]: unknown provider "cloudC"`},
+		{"unknown base_url_env", `[` + with(`"status"`, `"base_url_env":"GATEWAY_LOCAL_URL","status"`) + `]`, `unknown base_url_env "GATEWAY_LOCAL_URL"`},
+		{"empty router_alias", `[` + with(`"m:latest"`, `""`) + `]`, "router_alias is empty"},
+		{"unknown status", `[` + with(`"available"`, `"up"`) + `]`, `unknown status "up"`},
+		{"unknown field", `[` + with(`"tools"`, `"tool":true,"tools"`) + `]`, `unknown field "tool"`},
+		{"trailing data", `[` + validModel + `] []`, "unexpected data after the catalog"},
+		{"not JSON", `models: []`, "catalog: invalid character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cat, err := upstream.ParseCatalog([]byte(tt.data))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ParseCatalog: %v", err)
+				}
+				if cat.Lookup("m") == nil {
+					t.Error("Lookup(m) = nil")
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseCatalog error = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestLoadCatalog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "models.json")
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(good, []byte(`[`+validModel+`]`), 0o600)
+	os.WriteFile(bad, []byte(`[]`), 0o600)
+	if cat, err := upstream.LoadCatalog(good); err != nil || len(cat.Models) != 1 {
+		t.Errorf("LoadCatalog(good) = %v, %v", cat, err)
+	}
+	if _, err := upstream.LoadCatalog(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("LoadCatalog(bad) error = %v, want it to name the file", err)
+	}
+	if _, err := upstream.LoadCatalog(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("LoadCatalog(missing) succeeded")
+	}
+}
+
+func TestNewCatalog(t *testing.T) {
+	t.Parallel()
+	def, _ := upstream.DefaultCatalog()
+	cat, err := upstream.NewCatalog(def.Models[:2], "two")
+	if err != nil {
+		t.Fatalf("NewCatalog: %v", err)
+	}
+	def.Models[0].Backends[0].RouterAlias = "changed"
+	if cat.Lookup("lm-4-scout").Backends[0].RouterAlias != scoutLocal {
+		t.Error("NewCatalog shares memory with its argument")
+	}
+	if _, err := upstream.NewCatalog([]upstream.ModelInfo{def.Models[0], def.Models[0]}, ""); err == nil {
+		t.Error("NewCatalog accepted duplicate aliases")
+	}
+}
+
+func TestWithStatus(t *testing.T) {
+	t.Parallel()
+	cat, _ := upstream.DefaultCatalog()
+	view := cat.WithStatus(upstream.Backends{LocalURL: "http://127.0.0.1:11434/v1", CloudBURL: "https://b.example/v1"})
+	got := map[string][]upstream.Status{}
+	for _, m := range view.Models {
+		for _, b := range m.Backends {
+			got[m.Alias] = append(got[m.Alias], b.Status)
+			if b.BaseURLEnv != "" {
+				t.Errorf("%s: base_url_env %q, want omitted", m.Alias, b.BaseURLEnv)
+			}
+		}
+	}
+	A, U := upstream.StatusAvailable, upstream.StatusUnconfigured
+	want := map[string][]upstream.Status{
+		"lm-4-scout": {A, U, A}, "lm-4-scout-local": {A}, "lm-4-scout-cloudA": {U}, "lm-4-scout-cloudB": {A},
+		"lm-vision": {A, U}, "lm-text-8k": {A, A}, "lm-reasoner": {U, A}, "lm-embed": {A, U},
+		"lm-image": {U, A}, "lm-transcribe": {A, U},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("statuses mismatch (-want +got):\n%s", diff)
+	}
+	data, _ := json.Marshal(view)
+	if strings.Contains(string(data), "base_url_env") {
+		t.Error("/v1/info JSON carries base_url_env")
+	}
+	// The original is unchanged.
+	fresh, _ := upstream.DefaultCatalog()
+	if diff := cmp.Diff(fresh, cat, cmpopts.IgnoreUnexported(upstream.Catalog{})); diff != "" {
+		t.Errorf("WithStatus changed its receiver (-want +got):\n%s", diff)
+	}
+	if view.Lookup("lm-image") == nil {
+		t.Error("WithStatus result has no working Lookup")
+	}
+}
+
+func TestNewRouterValidation(t *testing.T) {
+	t.Parallel()
+	cat, _ := upstream.DefaultCatalog()
+	tests := []struct {
+		name string
+		cat  *upstream.Catalog
+		b    upstream.Backends
+		opts []upstream.Option
+	}{
+		{"nil catalog", nil, upstream.Backends{}, nil},
+		{"relative URL", cat, upstream.Backends{LocalURL: "localhost:11434"}, nil},
+		{"ftp URL", cat, upstream.Backends{CloudAURL: "ftp://x/v1"}, nil},
+		{"negative time-out", cat, upstream.Backends{TotalTimeout: -1}, nil},
+		{"invalid catalog", &upstream.Catalog{}, upstream.Backends{}, nil},
+		{"zero probe time-out", cat, upstream.Backends{}, []upstream.Option{upstream.WithProbeTimeout(0)}},
+	}
+	for _, tt := range tests {
+		if _, err := upstream.NewRouter(tt.cat, tt.b, tt.opts...); err == nil {
+			t.Errorf("%s: NewRouter succeeded", tt.name)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package upstream_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/upstream"
+	"github.com/chatgw/gateway/upstream/upstreamtest"
+)
+
+func TestErrorMapping(t *testing.T) {
+	t.Parallel()
+	raw := func(status int, body, ct string) backend {
+		return answers(upstreamtest.Reply{Status: status, Body: []byte(body), ContentType: ct})
+	}
+	tests := []struct {
+		name                string
+		alias               string
+		local, cloudA, cldB backend
+		want                *errcat.Error
+	}{
+		{"pinned 400 passes status and reason", "lm-4-scout-cloudA", ok(),
+			answers(upstreamtest.Reply{Status: 400, ErrorMessage: "max_tokens is too large: 99999"}), ok(),
+			&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 400, Message: "max_tokens is too large: 99999"}},
+		{"pinned 422", "lm-4-scout-local", status(422), ok(), ok(),
+			&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 422, Message: "Unprocessable Entity"}},
+		{"429 passes Retry-After", "lm-4-scout-cloudB", ok(), ok(),
+			answers(upstreamtest.Reply{Status: 429, RetryAfter: "7", ErrorMessage: "slow down"}),
+			&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 429, Message: "slow down", RetryAfter: 7}},
+		{"429 fractional Retry-After rounds up", "lm-4-scout-cloudB", ok(), ok(),
+			answers(upstreamtest.Reply{Status: 429, RetryAfter: "0.2"}),
+			&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 429, Message: "Too Many Requests", RetryAfter: 1}},
+		{"429 on the last backend of the chain", "lm-4-scout", status(500), status(503),
+			answers(upstreamtest.Reply{Status: 429, RetryAfter: "30", ErrorMessage: "daily quota"}),
+			&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 429, Message: "daily quota", RetryAfter: 30}},
+		{"last answering backend wins over later refusals", "lm-4-scout",
+			answers(upstreamtest.Reply{Status: 500, ErrorMessage: "model crashed"}),
+			answers(upstreamtest.Reply{Status: 429, RetryAfter: "3", ErrorMessage: "busy"}), refused(),
+			&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 429, Message: "busy", RetryAfter: 3}},
+		{"5xx everywhere gives the last one as 502", "lm-4-scout",
+			answers(upstreamtest.Reply{Status: 500, ErrorMessage: "first"}), status(502),
+			answers(upstreamtest.Reply{Status: 503, ErrorMessage: "out of GPUs"}),
+			&errcat.Error{Code: errcat.UpstreamError, Message: "out of GPUs"}},
+		{"5xx then refused", "lm-4-scout", answers(upstreamtest.Reply{Status: 500, ErrorMessage: "oom"}), refused(), refused(),
+			&errcat.Error{Code: errcat.UpstreamError, Message: "oom"}},
+		{"plain text body", "lm-4-scout-local", raw(500, "  backend\n exploded ", "text/plain"), ok(), ok(),
+			&errcat.Error{Code: errcat.UpstreamError, Message: "backend exploded"}},
+		{"string error field", "lm-4-scout-local", raw(404, `{"error":"model \"x\" not found, try pulling it first"}`, ""), ok(), ok(),
+			&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 404, Message: `model "x" not found, try pulling it first`}},
+		{"HTML body is not passed on", "lm-4-scout-local", raw(502, "<html><body>nginx</body></html>", "text/html"), ok(), ok(),
+			&errcat.Error{Code: errcat.UpstreamError, Message: "upstream answered 502 Bad Gateway"}},
+		{"redirect is an upstream error", "lm-4-scout-local", status(307), ok(), ok(),
+			&errcat.Error{Code: errcat.UpstreamError, Message: "Temporary Redirect"}},
+		{"all refused", "lm-4-scout", refused(), refused(), refused(),
+			&errcat.Error{Code: errcat.UpstreamUnavailable, Message: "no model backend could be reached"}},
+		{"pinned refused", "lm-4-scout-cloudA", ok(), refused(), ok(),
+			&errcat.Error{Code: errcat.UpstreamUnavailable, Message: "no model backend could be reached"}},
+		{"all time out before the first byte", "lm-4-scout",
+			answers(upstreamtest.Reply{Hang: true}), answers(upstreamtest.Reply{Latency: 5 * time.Second}), refused(),
+			&errcat.Error{Code: errcat.UpstreamUnavailable, Message: "no model backend could be reached"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lu, _ := tt.local.start(t)
+			au, _ := tt.cloudA.start(t)
+			bu, _ := tt.cldB.start(t)
+			r, _ := newRouter(t, upstream.Backends{LocalURL: lu, CloudAURL: au, CloudBURL: bu,
+				FirstByteTimeout: time.Second})
+			_, err := r.Do(t.Context(), &upstream.Request{Alias: tt.alias, Path: "/chat/completions", Body: chatBody(tt.alias)})
+			if diff := cmp.Diff(tt.want, asErr(t, err), ignoreCause); diff != "" {
+				t.Errorf("Do() error mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUnknownAliasAndNoBackend(t *testing.T) {
+	t.Parallel()
+	r, _ := newRouter(t, upstream.Backends{})
+	tests := []struct {
+		alias string
+		want  *errcat.Error
+	}{
+		{"no-such-model", &errcat.Error{Code: errcat.ModelNotInAllowlist, Param: "model", Message: `model "no-such-model" is not available`}},
+		{"lm-4-scout", &errcat.Error{Code: errcat.UpstreamUnavailable, Message: "no backend is configured for this model"}},
+	}
+	for _, tt := range tests {
+		_, err := r.Do(t.Context(), &upstream.Request{Alias: tt.alias, Path: "/chat/completions", Body: chatBody(tt.alias)})
+		if diff := cmp.Diff(tt.want, asErr(t, err), ignoreCause); diff != "" {
+			t.Errorf("Do(%s) error mismatch (-want +got):\n%s", tt.alias, diff)
+		}
+	}
+}
+
+func TestTotalTimeout(t *testing.T) {
+	t.Parallel()
+	t.Run("before the headers", func(t *testing.T) {
+		t.Parallel()
+		local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Latency: 5 * time.Second}))
+		cloudA := upstreamtest.New(t)
+		r, logs := newRouter(t, upstream.Backends{LocalURL: local.URL, CloudAURL: cloudA.URL,
+			TotalTimeout: 500 * time.Millisecond})
+		var err error
+		within(t, 3*time.Second, func() {
+			_, err = r.Do(t.Context(), &upstream.Request{Alias: "lm-4-scout", Path: "/chat/completions", Body: chatBody("lm-4-scout")})
+		})
+		want := &errcat.Error{Code: errcat.UpstreamTimeout, Message: "upstream time-out reached"}
+		if diff := cmp.Diff(want, asErr(t, err), ignoreCause); diff != "" {
+			t.Errorf("Do() error mismatch (-want +got):\n%s", diff)
+		}
+		if n := cloudA.CallCount(); n != 0 {
+			t.Errorf("cloudA got %d calls after the total time-out, want 0", n)
+		}
+		if !strings.Contains(logs.String(), `"outcome":"total_timeout"`) {
+			t.Errorf("logs lack the total_timeout outcome:\n%s", logs)
+		}
+	})
+	t.Run("while reading the body", func(t *testing.T) {
+		t.Parallel()
+		local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 50, Interval: 100 * time.Millisecond}))
+		r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL, TotalTimeout: time.Second})
+		var err error
+		within(t, 3*time.Second, func() {
+			_, _, err = doRead(t, r, &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions",
+				Body: []byte(`{"model":"lm-4-scout-local","stream":true}`), Stream: true})
+		})
+		if got := asErr(t, err).Code; got != errcat.UpstreamTimeout {
+			t.Errorf("read error code = %s, want %s", got, errcat.UpstreamTimeout)
+		}
+		if err := local.AwaitCanceled(ctxWithTimeout(t, 2*time.Second), 1); err != nil {
+			t.Errorf("the backend never saw the request end: %v", err)
+		}
+	})
+}
+
+func TestDroppedStream(t *testing.T) {
+	t.Parallel()
+	local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 5, Drop: true, DropAfter: 2}))
+	r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL})
+	resp, err := r.Do(t.Context(), &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions",
+		Body: []byte(`{"model":"lm-4-scout-local","stream":true}`), Stream: true})
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64)
+	var readErr error
+	for readErr == nil {
+		_, readErr = resp.Body.Read(buf)
+	}
+	e := asErr(t, readErr)
+	want := &errcat.Error{Code: errcat.UpstreamError, Message: "upstream connection lost"}
+	if diff := cmp.Diff(want, e, ignoreCause); diff != "" {
+		t.Errorf("read error mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := resp.Body.Read(buf); err == nil {
+		t.Error("Read after the drop succeeded")
+	}
+	if err := resp.Body.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := resp.Body.Read(buf); err == nil {
+		t.Error("Read after Close succeeded")
+	}
+}
+
+func TestCallerDeadlineIsATimeout(t *testing.T) {
+	t.Parallel()
+	local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Hang: true}))
+	r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err := r.Do(ctx, &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions", Body: chatBody("x")})
+	if e := asErr(t, err); e.Code != errcat.UpstreamTimeout || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error = %v, want upstream_timeout caused by context.DeadlineExceeded", err)
+	}
+	if got := errcat.Status(err); got != http.StatusGatewayTimeout {
+		t.Errorf("status = %d, want 504", got)
+	}
+}

@@ -1,0 +1,192 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/chatgw/gateway/errcat"
+)
+
+// Router is the default Upstream: it sends each call to the backends of the
+// alias's chain in catalog order over HTTP (OpenAI-compatible), falling back to
+// the next backend on connection failure, first-byte time-out, 429 or 5xx, and
+// never after returning a response. It also implements Prober.
+//
+// Backends whose provider URL is unset, and backends the catalog marks planned or
+// unconfigured, are skipped. A Router is safe for concurrent use; Close releases
+// its idle connections.
+type Router struct {
+	cat          *Catalog
+	backends     Backends // with defaults applied
+	chains       map[string][]target
+	client       *http.Client
+	log          *slog.Logger
+	san          *sanitizer
+	probeTimeout time.Duration
+}
+
+var (
+	_ Upstream = (*Router)(nil)
+	_ Prober   = (*Router)(nil)
+)
+
+// target is one backend of a chain, resolved against Backends.
+type target struct {
+	provider    string // BackendInfo.Provider, for logs and Response
+	routerAlias string
+	quotedAlias []byte // routerAlias as a JSON string
+	baseURL     string
+	apiKey      string
+}
+
+// Option configures NewRouter.
+type Option func(*routerOptions)
+
+type routerOptions struct {
+	logger       *slog.Logger
+	transport    http.RoundTripper
+	probeTimeout time.Duration
+}
+
+// WithLogger sets the logger of attempts and outcomes. Default: discard.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *routerOptions) { o.logger = l }
+}
+
+// WithTransport replaces the HTTP transport. Default: one tuned *http.Transport
+// per Router (256 idle connections per host, HTTP/2 when offered, the connect
+// time-out of Backends, no response-header time-out).
+func WithTransport(rt http.RoundTripper) Option {
+	return func(o *routerOptions) { o.transport = rt }
+}
+
+// WithProbeTimeout sets the time-out of each readiness probe; d must be positive.
+// Default: 1 s (the spec's value).
+func WithProbeTimeout(d time.Duration) Option {
+	return func(o *routerOptions) { o.probeTimeout = d }
+}
+
+// NewRouter returns a Router over cat (copied, so later changes to cat do not
+// affect it) and the backends b. It fails when cat is nil or invalid, or when b
+// fails Backends.Validate.
+func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
+	if cat == nil {
+		return nil, errors.New("upstream.NewRouter: nil catalog")
+	}
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("upstream.NewRouter: %w", err)
+	}
+	o := routerOptions{probeTimeout: time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	b = b.withDefaults()
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.transport == nil {
+		o.transport = newTransport(b.ConnectTimeout)
+	}
+	if o.probeTimeout <= 0 {
+		return nil, errors.New("upstream.NewRouter: probe time-out must be positive")
+	}
+	r := &Router{
+		cat:      cat.Clone(),
+		backends: b,
+		chains:   make(map[string][]target, len(cat.Models)),
+		client: &http.Client{
+			Transport: o.transport,
+			// A model backend that redirects is misconfigured: report its 3xx.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		log:          o.logger,
+		san:          newSanitizer(b),
+		probeTimeout: o.probeTimeout,
+	}
+	if err := r.cat.validate(); err != nil {
+		return nil, fmt.Errorf("upstream.NewRouter: %w", err)
+	}
+	for _, m := range r.cat.Models {
+		chain := []target{}
+		for _, be := range m.Backends {
+			if be.Status == StatusPlanned || be.Status == StatusUnconfigured || !b.Configured(be.urlProvider()) {
+				continue
+			}
+			t := target{provider: be.Provider, routerAlias: be.RouterAlias,
+				baseURL: b.URL(be.urlProvider()), apiKey: b.APIKey(be.urlProvider())}
+			if b.RouterURL != "" {
+				t.baseURL, t.apiKey = b.RouterURL, b.RouterAPIKey
+			}
+			t.quotedAlias, _ = json.Marshal(be.RouterAlias)
+			chain = append(chain, t)
+		}
+		r.chains[m.Alias] = chain
+	}
+	return r, nil
+}
+
+// Catalog returns the router's catalog as GET /v1/info shows it (see
+// Catalog.WithStatus); a fresh copy on each call.
+func (r *Router) Catalog() *Catalog { return r.cat.WithStatus(r.backends) }
+
+// Close closes the router's idle connections. Calls in flight are not affected.
+func (r *Router) Close() error {
+	r.client.CloseIdleConnections()
+	return nil
+}
+
+// Do sends req to the alias's backends in order and returns the first 2xx
+// response (see Upstream for the errors). An alias that is not in the catalog is
+// model_not_in_allowlist (param model); an alias with no configured backend is
+// upstream_unavailable; a JSON body that is not an object is invalid_json. When
+// every attempt failed, the error is that of the last backend that answered,
+// else upstream_unavailable (also when the backends only timed out before the
+// first byte). The total time-out bounds the whole call, reading the body
+// included; closing Body releases the call. Response.Fallback is true when an
+// earlier configured backend of the chain was tried and failed.
+func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
+	chain, ok := r.chains[req.Alias]
+	if !ok {
+		return nil, errcat.Newf(errcat.ModelNotInAllowlist, "model", "model %q is not available", req.Alias)
+	}
+	if len(chain) == 0 {
+		return nil, unavailable("no backend is configured for this model", nil)
+	}
+	p, err := newPayload(req)
+	if err != nil {
+		return nil, err
+	}
+	total, cancelTotal := context.WithTimeout(ctx, r.backends.TotalTimeout)
+	var lastAnswered, lastErr *errcat.Error
+	for i := range chain {
+		if i > 0 && !p.retryable() {
+			break
+		}
+		o := r.attempt(ctx, total, req, p, &chain[i], i+1)
+		if o.resp != nil {
+			o.resp.Fallback = i > 0
+			body := o.resp.Body.(*responseBody)
+			attemptCancel := body.cancel
+			body.cancel = func() { attemptCancel(); cancelTotal() }
+			return o.resp, nil
+		}
+		if o.answered {
+			lastAnswered = o.err
+		}
+		lastErr = o.err
+		if !o.retry {
+			cancelTotal()
+			return nil, o.err
+		}
+	}
+	cancelTotal()
+	if lastAnswered != nil {
+		return nil, lastAnswered
+	}
+	return nil, lastErr
+}

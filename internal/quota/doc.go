@@ -1,0 +1,76 @@
+// Package quota keeps the per-tenant, per-model daily budgets behind the 429s
+// model_quota_exhausted and cloudB_daily_quota_exhausted (spec Errors; issue 3,
+// item 8).
+//
+// # Configuration
+//
+// Budgets come from the token file (DECISIONS section 3), on a tenant:
+//
+//	"quotas": {"lm-4-scout-cloudB": {"tokens_per_day": 100000, "requests_per_day": 500}}
+//
+// that is auth.Tenant.Quotas, keyed by public model alias. A zero field is
+// unlimited; an alias without an entry (or with both fields zero) has no budget
+// and costs nothing to check: Admit returns a nil *Ticket without locking or
+// allocating. Budgets are read from the tenant on every Admit, so a token file
+// reloaded on SIGHUP applies new limits to the counts already made that day.
+//
+// # Counting
+//
+// A day is a UTC calendar day of the injected clock.Clock. Each (tenant ID,
+// alias) pair has one counter per day: requests admitted, tokens spent and tokens
+// reserved by requests still in flight.
+//
+//   - Admit counts the request and reserves the caller's worst-case estimate (the
+//     request's max_tokens plus its prompt estimate). It refuses when the request
+//     would exceed requests_per_day, or when spent + reserved + this reservation
+//     would exceed tokens_per_day (a spent token budget refuses even a zero
+//     reservation), so concurrent requests can never overspend together. A
+//     refused request is not counted.
+//   - Ticket.Settle(n) replaces the reservation by the real usage n (the
+//     upstream's usage.total_tokens). Settle with n < 0 means the usage is not
+//     known (a stream without a usage chunk, an answer cut after its first byte):
+//     the whole reservation is charged, the conservative choice.
+//   - Ticket.Cancel is for an upstream call that failed before any answer reached
+//     the client: the reservation is released, but the request stays counted (it
+//     was made, and the cloud hosts count failed requests against their own daily
+//     quotas too; not counting it would let retry loops bypass requests_per_day).
+//
+// Settle and Cancel are idempotent: the first call wins and later calls do
+// nothing. A ticket admitted yesterday settles against yesterday's counter, never
+// today's. A ticket that is neither settled nor cancelled keeps its reservation
+// until the day ends.
+//
+// Real usage above the reservation (an upstream that ignored max_tokens, a low
+// prompt estimate) is charged in full, so the spent tokens can exceed the budget
+// by that margin; the next requests are then refused until the reset.
+//
+// # Errors
+//
+// A refusal is an *errcat.Error with Retry-After set to the whole seconds until
+// the next 00:00 UTC (at least 1, DECISIONS section 8 item 22):
+//
+//   - an alias whose every backend has provider cloudB (a pinned cloudB alias)
+//     gives 429 cloudB_daily_quota_exhausted, param "model", and the top-level
+//     body field available_fallbacks: the catalog's chat aliases that the tenant
+//     allows, that have a usable backend (status neither planned nor
+//     unconfigured) on another provider, and whose own budget would admit the
+//     same request now; aliases of the refused alias's family come first, then
+//     the others, each group in catalog order. The list may be empty, never null.
+//   - any other alias gives 429 model_quota_exhausted with no param and a fixed
+//     message that names no upstream provider, no alias and no token counts.
+//
+// The counts behind a refusal are in the error's Cause, which is logged and never
+// sent to the client.
+//
+// # Memory, restarts and concurrency
+//
+// Counters live in memory only: they reset when the process restarts (a restart
+// grants a fresh budget for the rest of the day). The first Admit of a new UTC
+// day drops the counters of past days from every shard, so memory is bounded by
+// the (tenant, alias) pairs with a budget that were used on the current day, plus
+// counters still held by unsettled tickets.
+//
+// Counters are spread over 64 shards by tenant ID, each with its own mutex:
+// there is no global lock, and requests of different tenants rarely contend.
+// An Accountant is safe for concurrent use, and so is a Ticket.
+package quota

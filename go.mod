@@ -3,10 +3,11 @@ module github.com/chatgw/gateway
 go 1.26.8
 
 require (
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/julienschmidt/httprouter v1.3.0 // indirect
-	github.com/sethvargo/go-envconfig v1.4.3 // indirect
-	github.com/tmaxmax/go-sse v0.11.0 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	github.com/google/go-cmp v0.7.0
+	github.com/julienschmidt/httprouter v1.3.0
+	github.com/sethvargo/go-envconfig v1.4.3
+	github.com/tmaxmax/go-sse v0.11.0
+	go.etcd.io/bbolt v1.5.0
 )
+
+require golang.org/x/sys v0.45.0 // indirect

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/chatgw/gateway/store"
-	"github.com/chatgw/gateway/store/boltstore"
 )
 
 // benchParallelism is the number of writers per CPU in the parallel
@@ -27,25 +25,21 @@ func benchWrite(key uint64) func(store.Tx) error {
 
 // BenchmarkBatchParallel measures small Batch writes from many goroutines:
 // group commit shares one fsync among the writes of a group, so ns/op falls
-// far below BenchmarkUpdateParallel's. Sub-benchmarks vary MaxBatchDelay.
+// far below BenchmarkUpdateParallel's.
 func BenchmarkBatchParallel(b *testing.B) {
-	for _, delay := range []time.Duration{0, time.Millisecond, boltstore.DefaultMaxBatchDelay, 5 * time.Millisecond, 10 * time.Millisecond} {
-		b.Run(fmt.Sprintf("delay=%v", delay), func(b *testing.B) {
-			db := mustOpen(b, boltstore.WithMaxBatchDelay(delay))
-			ctx := context.Background()
-			var n atomic.Uint64
-			b.SetParallelism(benchParallelism)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := db.Batch(ctx, benchWrite(n.Add(1))); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-	}
+	db := mustOpen(b)
+	ctx := context.Background()
+	var n atomic.Uint64
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := db.Batch(ctx, benchWrite(n.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkUpdateParallel is BenchmarkBatchParallel with Update: one commit
@@ -81,7 +75,7 @@ func BenchmarkUpdate(b *testing.B) {
 }
 
 // BenchmarkBatch measures one Batch after another, each alone in its group:
-// the latency MaxBatchDelay adds to an isolated write.
+// an isolated write pays one commit and no timer.
 func BenchmarkBatch(b *testing.B) {
 	db := mustOpen(b)
 	ctx := context.Background()

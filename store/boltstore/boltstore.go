@@ -18,8 +18,9 @@ var _ store.Store = (*DB)(nil)
 
 // DB is a store.Store over one bbolt file. Create it with Open.
 type DB struct {
-	bolt *bolt.DB
-	path string
+	bolt  *bolt.DB
+	path  string
+	batch *committer
 
 	mu     sync.Mutex // guards closed and the calls to active.Add
 	closed bool
@@ -47,9 +48,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boltstore.Open %s: %w", path, err)
 	}
-	db.MaxBatchDelay = o.maxBatchDelay
-	db.MaxBatchSize = o.maxBatchSize
-	return &DB{bolt: db, path: path}, nil
+	return &DB{bolt: db, path: path, batch: newCommitter(db, o.maxBatchSize)}, nil
 }
 
 // Path returns the path of the file, as given to Open.
@@ -66,10 +65,10 @@ func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 // Batch runs fn in a read-write transaction that it may share with concurrent
-// Batch calls (bbolt's DB.Batch); see the package documentation on group commit.
-// fn may run more than once, and on another goroutine than the caller's.
+// Batch calls; see the package documentation on group commit. fn may run more
+// than once, and on another goroutine than the caller's.
 func (d *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	return d.run(ctx, "Batch", d.bolt.Batch, fn)
+	return d.run(ctx, "Batch", d.batch.submit, fn)
 }
 
 // Close waits for running transactions, then closes the file and releases its
@@ -84,6 +83,7 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 
 	d.active.Wait()
+	d.batch.close()
 	if err := d.bolt.Close(); err != nil {
 		return fmt.Errorf("boltstore.Close: %w", err)
 	}

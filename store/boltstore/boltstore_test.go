@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,7 +122,6 @@ func TestOpenErrors(t *testing.T) {
 		{"not a bbolt file", notBolt, nil, "boltstore.Open " + notBolt},
 		{"directory is a file", filepath.Join(notBolt, "x.db"), nil, "boltstore.Open: mkdir"},
 		{"zero lock timeout", filepath.Join(dir, "x.db"), []boltstore.Option{boltstore.WithLockTimeout(0)}, "lock timeout"},
-		{"negative delay", filepath.Join(dir, "x.db"), []boltstore.Option{boltstore.WithMaxBatchDelay(-1)}, "max batch delay"},
 		{"zero batch size", filepath.Join(dir, "x.db"), []boltstore.Option{boltstore.WithMaxBatchSize(0)}, "max batch size"},
 	}
 	for _, tt := range tests {
@@ -135,5 +135,65 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("Open error %q does not contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestBatchGroupIsolatesFailures runs many Batch calls at once, some failing or
+// panicking: each failing call gets its own error (or panic) and writes nothing,
+// and every other call is committed.
+func TestBatchGroupIsolatesFailures(t *testing.T) {
+	db := mustOpen(t)
+	ctx := context.Background()
+	errOdd := errors.New("odd")
+	const n = 200
+	var wg sync.WaitGroup
+	results := make([]any, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					results[i] = p
+				}
+			}()
+			results[i] = db.Batch(ctx, func(tx store.Tx) error {
+				if err := tx.Put([]byte("b"), store.AppendUint64(nil, uint64(i)), []byte("v")); err != nil {
+					return err
+				}
+				switch {
+				case i%10 == 7:
+					panic("seven")
+				case i%2 == 1:
+					return errOdd
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, got := range results {
+		var want any
+		switch {
+		case i%10 == 7:
+			want = "seven"
+		case i%2 == 1:
+			want = errOdd
+		}
+		if got != want {
+			t.Errorf("call %d: got %v, want %v", i, got, want)
+		}
+	}
+	err := db.View(ctx, func(tx store.Tx) error {
+		for i := range n {
+			stored := tx.Get([]byte("b"), store.AppendUint64(nil, uint64(i))) != nil
+			if stored != (i%2 == 0) {
+				t.Errorf("key %d stored = %v", i, stored)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

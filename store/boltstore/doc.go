@@ -24,30 +24,21 @@
 //
 // # Group commit
 //
-// Every commit costs an fsync, the dominant cost of a write (a fraction of a
-// millisecond on SSDs, up to ten milliseconds on spinning or some network
-// disks). Batch lets concurrent writers share one: bbolt collects the Batch calls
-// that arrive within MaxBatchDelay of the first one, or until MaxBatchSize have
-// arrived, and commits them in one transaction. If one fn fails, the others are
-// committed without it and the failing fn is run again alone, so a Batch fn may
-// run more than once and must be idempotent.
+// Every commit costs an fsync, the dominant cost of a write (about 2ms on the
+// disks we benchmark on). Batch lets concurrent writers share one: a committer
+// goroutine takes every Batch call queued so far (up to MaxBatchSize) and commits
+// them in one transaction; calls that arrive while it commits form the next
+// group. A lone call therefore commits at once, with no timer to wait for, and
+// under load each commit holds everything that queued during the previous one,
+// so the groups grow with the load and commits keep up (bbolt's own DB.Batch
+// closes a group on a timer instead, which either delays lone writes or, with a
+// delay shorter than the fsync, lets a sustained load queue up without bound).
 //
-// The delay is the price: every Batch waits for it, even one that is alone. It
-// is also what sizes the groups. A group closes when its delay expires, then
-// waits for the commit before it; calls arriving meanwhile form the next group.
-// A group therefore holds the writes of one delay, and commits keep up with the
-// writes only if a commit takes no longer than the delay: with a delay shorter
-// than the fsync, a sustained load above one write per fsync queues up.
-//
-// Hence the default delay of 2ms (bbolt's own is 10ms): at or above the fsync
-// time of SSDs and of most cloud block volumes (0.1-2ms), and small next to a
-// request that calls a model. On slower disks (spinning, some network volumes),
-// raise it to about the fsync time with WithMaxBatchDelay. MaxBatchSize bounds
-// the work redone when one fn of a group fails and the size of one transaction;
-// the default, 256, is far above what arrives in 2ms at the gateway's expected
-// rates, so it rarely closes a group early. Writes whose latency matters more
-// than throughput should use Update. BenchmarkBatchParallel and BenchmarkUpdate
-// measure the effect on a given disk.
+// If one fn of a group fails, the transaction is rolled back, that call gets its
+// error and the others are committed again without it, so a Batch fn may run
+// more than once and must be idempotent. A panic in fn rolls the group back the
+// same way and is raised again on the caller's goroutine. MaxBatchSize (256)
+// bounds the size of one transaction and the work redone after a failure.
 //
 // # Closing
 //

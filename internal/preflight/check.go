@@ -1,0 +1,251 @@
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strconv"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// Params of the spec's Codes table, the same on /v1 and /c1.
+const (
+	paramModel         = "model"
+	paramMaxTokens     = "max_tokens"
+	paramMessages      = "messages"
+	paramImageURL      = "messages[].content[].image_url"
+	paramImageURLURL   = "messages[].content[].image_url.url"
+	paramToolArguments = "messages[].tool_calls[].function.arguments"
+)
+
+// Check runs the pre-flight checks of a chat-completions request in the order
+// of the package doc and returns the body to forward. Errors are *errcat.Error
+// values to send as they are, or what Request.System returned.
+func Check(ctx context.Context, req *Request) (*Result, error) {
+	p := req.ParamPrefix
+	r, err := parse(req.Body, p)
+	if err != nil {
+		return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body must be one JSON object.", Cause: err}
+	}
+	if r.messages < 0 {
+		return nil, errcat.New(errcat.MissingField, p+"messages", "messages is required.")
+	}
+	if r.model < 0 {
+		return nil, errcat.New(errcat.MissingField, p+"model", "model is required.")
+	}
+	if r.msgsBad {
+		return nil, errcat.New(errcat.InvalidField, p+"messages",
+			"messages must be a non-empty array of message objects, each with a role (system, developer, user, assistant, tool) "+
+				"and a content that is a string, an array of content parts or null.")
+	}
+	m, alias, err := lookupModel(req, r.member(r.model))
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Model: m}
+
+	if err := r.checkTemperature(); err != nil {
+		return nil, err
+	}
+	if raw := r.member(r.stream); raw != nil && !bytes.Equal(raw, []byte("null")) {
+		if !bytes.Equal(raw, []byte("true")) && !bytes.Equal(raw, []byte("false")) {
+			return nil, errcat.New(errcat.InvalidField, p+"stream", "stream must be a boolean.")
+		}
+		res.Stream = raw[0] == 't'
+	}
+	if raw := r.member(r.streamOptions); raw != nil {
+		res.StreamOptions = raw
+	}
+	maxTokens, err := r.intMember(r.maxTokens, "max_tokens")
+	if err != nil {
+		return nil, err
+	}
+	maxCompletion, err := r.intMember(r.maxCompletionTokens, "max_completion_tokens")
+	if err != nil {
+		return nil, err
+	}
+	if r.attachBad != nil {
+		return nil, r.attachBad
+	}
+	res.Documents, err = r.checkHashes()
+	if err != nil {
+		return nil, err
+	}
+
+	// Flooring (DECISIONS 8 item 19).
+	var floors [2][]byte // replacement values of max_tokens, max_completion_tokens
+	for i, v := range [2]*int64{maxTokens, maxCompletion} {
+		if v == nil {
+			continue
+		}
+		if *v < 1 {
+			return nil, errcat.Newf(errcat.MaxTokensBelowMinimum, paramMaxTokens,
+				"max_tokens must be at least 1 (got %d).", *v)
+		}
+		if min := m.Constraints.MinMaxTokens; min != nil && *v < int64(*min) {
+			*v = int64(*min)
+			floors[i] = strconv.AppendInt(nil, *v, 10)
+			res.FlooredMaxTokens = *min
+		}
+	}
+
+	for _, args := range r.toolArgs {
+		if !validArguments(r.b, args) {
+			return nil, errcat.New(errcat.ToolCallArgumentsInvalid, paramToolArguments,
+				"tool_calls[].function.arguments must be a JSON string holding valid JSON, such as \"{}\".")
+		}
+	}
+
+	if err := r.checkImages(m); err != nil {
+		return nil, err
+	}
+
+	system := ""
+	if req.System != nil {
+		if system, err = req.System(ctx); err != nil {
+			return nil, err
+		}
+	}
+
+	res.PromptTokens = r.estimate(system)
+	limit := max(deref(maxTokens), deref(maxCompletion))
+	if m.ContextWindow > 0 && int64(res.PromptTokens)+limit > int64(m.ContextWindow) {
+		return nil, errcat.Newf(errcat.ContextWindowExceeded, paramMessages,
+			"The request needs about %d tokens (a prompt estimate of %d plus max_tokens %d), more than the context window of %s (%d tokens).",
+			int64(res.PromptTokens)+limit, res.PromptTokens, limit, alias, m.ContextWindow)
+	}
+
+	if err := checkConsent(ctx, req, m, res.Documents); err != nil {
+		return nil, err
+	}
+	res.Body = r.build(alias, system, floors)
+	return res, nil
+}
+
+// member returns the raw value of member idx, or nil when absent.
+func (r *request) member(idx int) []byte {
+	if idx < 0 {
+		return nil
+	}
+	return r.raw(r.members[idx].val)
+}
+
+// lookupModel resolves the model member to a chat alias the tenant may use.
+func lookupModel(req *Request, raw []byte) (*upstream.ModelInfo, string, error) {
+	if raw[0] != '"' {
+		return nil, "", errcat.New(errcat.InvalidField, req.ParamPrefix+"model", "model must be a string: a model alias.")
+	}
+	alias := unquote(raw)
+	m := req.Catalog.Lookup(alias)
+	if m == nil || (m.Kind != "" && m.Kind != upstream.KindChat) || !req.Tenant.AllowsModel(alias) {
+		return nil, "", errcat.Newf(errcat.ModelNotInAllowlist, paramModel,
+			"Model %q is not a chat model this tenant may use; GET /v1/models lists them.", alias)
+	}
+	return m, alias, nil
+}
+
+func (r *request) checkTemperature() error {
+	raw := r.member(r.temperature)
+	if raw == nil || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	if raw[0] == '-' || isDigit(raw[0]) {
+		if t, err := strconv.ParseFloat(string(raw), 64); err == nil && t >= 0 && t <= 2 {
+			return nil
+		}
+	}
+	return errcat.New(errcat.InvalidField, r.paramPrefix+"temperature", "temperature must be a number from 0 to 2.")
+}
+
+// intMember reads an integer member; nil when absent or null.
+func (r *request) intMember(idx int, name string) (*int64, error) {
+	raw := r.member(idx)
+	if raw == nil || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] == '-' || isDigit(raw[0]) {
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil && f == math.Trunc(f) {
+			v := int64(max(min(f, 1e12), -1e12))
+			return &v, nil
+		}
+	}
+	return nil, errcat.Newf(errcat.InvalidField, r.paramPrefix+name, "%s must be an integer.", name)
+}
+
+func deref(v *int64) int64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// validArguments reports whether a tool call's arguments is a JSON string that
+// holds valid JSON.
+func validArguments(b []byte, args span) bool {
+	if !args.present() || b[args.s] != '"' {
+		return false
+	}
+	raw := b[args.s:args.e]
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		inner = []byte(unquote(raw))
+	}
+	return validJSON(inner)
+}
+
+// checkImages checks the content-part images, then the image attachments.
+func (r *request) checkImages(m *upstream.ModelInfo) error {
+	check := func(url span, decodeParam string) error {
+		if !m.Modalities.ImageIn {
+			return errcat.New(errcat.ModelNotVisionCapable, paramImageURL,
+				"The model does not accept images (modalities.image_in is false); use a vision model.")
+		}
+		prob := checkImageURL(r.raw(url), m.Constraints.AcceptsImageURL)
+		if prob == nil {
+			return nil
+		}
+		param := decodeParam
+		if prob.code == errcat.ImageURLNotSupported {
+			param = paramImageURLURL
+		}
+		return errcat.New(prob.code, param, prob.msg)
+	}
+	for _, im := range r.images {
+		if err := check(im.url, paramImageURLURL); err != nil {
+			return err
+		}
+	}
+	for n, a := range r.attach {
+		if a.document {
+			continue
+		}
+		if err := check(a.url, r.paramPrefix+"attachments["+strconv.Itoa(n)+"].url"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// estimate is the prompt's token estimate (package doc).
+func (r *request) estimate(system string) int {
+	tokens := 0
+	for _, m := range r.msgs {
+		tokens += TokensPerMessage + ceilDiv(m.textBytes, BytesPerToken) + TokensPerImage*m.images
+	}
+	text, images := r.attachmentsSize()
+	tokens += ceilDiv(text, BytesPerToken) + TokensPerImage*images
+	if system != "" {
+		tokens += TokensPerMessage + ceilDiv(len(system), BytesPerToken)
+	}
+	tools := 0
+	for _, mem := range r.members {
+		if string(mem.name) == "tools" || string(mem.name) == "functions" {
+			tools += mem.val.len()
+		}
+	}
+	return tokens + ceilDiv(tools, BytesPerToken)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,82 @@
+package preflight
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// Estimate parameters of the context-window check (see the package doc).
+const (
+	BytesPerToken    = 3
+	TokensPerMessage = 4
+	TokensPerImage   = 1000
+)
+
+// HeaderCloudConsent is the request header that grants cloud consent for
+// document attachments: <content_hash>[;persist][, ...].
+const HeaderCloudConsent = "GW-Cloud-Consent"
+
+// Request is one chat-completions request to check and rewrite.
+type Request struct {
+	// Body is the OpenAI chat-completions request body. Check does not modify it;
+	// Result.Body may share its backing array.
+	Body []byte
+	// Tenant is the caller's tenant (allowlist, settings). Required.
+	Tenant *auth.Tenant
+	// Catalog is the model catalog with backend statuses. Required.
+	Catalog *upstream.Catalog
+	// ParamPrefix is put before the param of missing_field and invalid_field (and
+	// of attachment errors): "" on /v1, "body." on /c1.
+	ParamPrefix string
+	// System, when non-nil, is called once, after the request passed every check
+	// but the context window and consent, and returns the text of the system
+	// message to insert first (memory and prompts); "" inserts nothing. Its error
+	// is returned unchanged, so it should be an *errcat.Error.
+	System func(ctx context.Context) (string, error)
+	// CloudConsent is the value of the GW-Cloud-Consent header, or "".
+	CloudConsent string
+	// Consents holds persisted consent grants; nil means none are stored and
+	// ;persist entries are ignored.
+	Consents Consents
+}
+
+// Result is a request that passed every check, rewritten for the upstream.
+type Result struct {
+	// Body is the body to send upstream: {"model":"<alias>",...}.
+	Body []byte
+	// Model is the catalog entry of the requested alias. It points into the
+	// catalog and must not be modified.
+	Model *upstream.ModelInfo
+	// Stream is the request's stream flag.
+	Stream bool
+	// StreamOptions is the request's stream_options value, verbatim, or nil.
+	StreamOptions json.RawMessage
+	// FlooredMaxTokens is the value max_tokens (and max_completion_tokens) was
+	// raised to, or 0 when nothing was floored.
+	FlooredMaxTokens int
+	// PromptTokens is the context-window estimate of the prompt, without
+	// max_tokens.
+	PromptTokens int
+	// Documents are the document attachments, in order, for callers that persist
+	// or audit them; their text is already in Body.
+	Documents []Document
+}
+
+// Document is a document attachment of the request.
+type Document struct {
+	Name        string
+	ContentHash string // sha256:<hex>
+}
+
+// Applied returns the value of the gw-applied (and x-rust-api-applied) response
+// header, "max_tokens_floored=<N>", or "" when nothing was applied.
+func (r *Result) Applied() string {
+	if r.FlooredMaxTokens == 0 {
+		return ""
+	}
+	return "max_tokens_floored=" + strconv.Itoa(r.FlooredMaxTokens)
+}

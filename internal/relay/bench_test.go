@@ -1,0 +1,72 @@
+package relay_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// chunks is an upstream stream of n copies of one chunk, then [DONE], made up
+// as it is read.
+type chunks struct {
+	event []byte
+	n     int
+	off   int
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	total := 0
+	for len(p) > 0 {
+		if c.n == 0 {
+			if total > 0 {
+				return total, nil
+			}
+			if c.event == nil {
+				return 0, io.EOF
+			}
+			c.event, c.off = nil, 0
+			n := copy(p, "data: [DONE]\n\n")
+			return n, nil
+		}
+		n := copy(p, c.event[c.off:])
+		p, total, c.off = p[n:], total+n, c.off+n
+		if c.off == len(c.event) {
+			c.off = 0
+			c.n--
+		}
+	}
+	return total, nil
+}
+
+func (c *chunks) Close() error { return nil }
+
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) WriteHeader(int)             {}
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteString(s string) (int, error) {
+	return len(s), nil
+}
+func (d *discard) Flush() {}
+
+// BenchmarkRelayChunk measures the relay of one typical content chunk: one op
+// is one chunk of a stream of b.N chunks.
+func BenchmarkRelayChunk(b *testing.B) {
+	event := []byte("data: " + chunk(`{"index":0,"delta":{"content":" token"},"finish_reason":null}`) + "\n\n")
+	resp := &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: &chunks{event: event, n: b.N}}
+	r := httptest.NewRequest("POST", "/", nil)
+	w := &discard{h: http.Header{}}
+	b.SetBytes(int64(len(event)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	res := relay.Response(w, r, resp, relay.Options{})
+	if !res.Complete {
+		b.Fatal(res.Err)
+	}
+}

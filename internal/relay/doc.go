@@ -1,0 +1,60 @@
+// Package relay sends an upstream model answer to the client: a JSON chat
+// completion as it is, or an SSE stream event by event, with the gateway's
+// notices and mid-stream errors. It is shared by /v1/chat/completions, /c1/chat
+// and agent chat.
+//
+// # Use
+//
+//	resp, err := up.Do(ctx, req)          // ctx: the request's context
+//	if err != nil { httpx.WriteError(w, r, err); return }
+//	var notices []relay.Notice
+//	if resp.Fallback { notices = append(notices, relay.BackendFallback(resp)) }
+//	res := relay.Response(w, r, resp, relay.Options{Notices: notices, Applied: pf.Applied()})
+//
+// Response owns resp.Body and always closes it. It always leaves the client with
+// a complete answer (success, JSON error, or a stream ended by gw.error), unless
+// the client went away. Result says what happened. Options.Capture collects the
+// assistant reply, and Options.Commit runs once the whole answer arrived but
+// before it is acknowledged (JSON status and body; a stream's notices and
+// data: [DONE]), so that /c1 can persist the turn first and answer
+// storage_error instead when that fails.
+//
+// # JSON answers
+//
+// The upstream body is read whole, checked to be JSON and sent with status 200,
+// Content-Type application/json and Content-Length. Notices go in the header
+// GW-Notice: <code>[, <code>...]. A body that cannot be read or is not JSON
+// answers 502 upstream_error (nothing was sent yet).
+//
+// # SSE answers
+//
+// Events are read with go-sse's sse.Read and written as they arrive, each
+// flushed with http.ResponseController (the ResponseWriter must support Flush,
+// directly or through Unwrap). Content-Type is text/event-stream, Cache-Control
+// no-cache. Data is written byte for byte as the upstream sent it (OpenAI's
+// "data: " form), never re-marshalled; named upstream events keep their name.
+// Upstream comments are dropped. After the upstream's data: [DONE], each notice
+// is sent as
+//
+//	event: gw.notice
+//	data: {"id":<id>,"object":"chat.completion.chunk","created":<created>,"model":<model>,"choices":[],"gw_notice":{"code":...,"message":...}}
+//
+// reusing the stream's own id, created and model (DECISIONS 5), and then
+// data: [DONE]. When the upstream stream fails, ends without [DONE], or sends an
+// error object ({"error":...}) as data, the stream ends with
+//
+//	event: gw.error
+//	data: {"error":{"type":"api_error","code":"upstream_error","message":...,"param":null},"gw_code":"upstream_error"}
+//
+// and no data: [DONE]; the message is the gateway's own, the upstream's detail
+// is only logged. A failure before anything was sent answers the JSON error
+// envelope with its status instead.
+//
+// After Options.Keepalive (default 15 s) without an upstream event, the comment
+// ": keepalive" is sent (and again after each further interval).
+//
+// When the request's context is cancelled (the client went away) the upstream
+// body is closed at once, which ends the upstream call, and Response returns
+// promptly without writing anything more. A failed write to the client ends the
+// relay the same way.
+package relay

@@ -1,0 +1,72 @@
+package relay
+
+import (
+	"context"
+	"time"
+
+	"github.com/chatgw/gateway/clock"
+)
+
+// DefaultKeepalive is the upstream silence after which a streaming relay sends
+// an SSE keepalive comment.
+const DefaultKeepalive = 15 * time.Second
+
+// Headers written by Response.
+const (
+	// HeaderApplied carries what the gateway changed in the request
+	// (max_tokens_floored=<N>); HeaderAppliedLegacy carries the same value under
+	// the interface description's name (DECISIONS 5).
+	HeaderApplied       = "Gw-Applied"
+	HeaderAppliedLegacy = "X-Rust-Api-Applied"
+	// HeaderNotice lists the notice codes of a JSON answer.
+	HeaderNotice = "GW-Notice"
+)
+
+// Options tune one relay. The zero value relays with no notices, no capture and
+// the default keepalive.
+type Options struct {
+	// Stream is the request's stream flag; it decides the mode only when the
+	// upstream answer has no Content-Type. Otherwise text/event-stream is relayed
+	// as SSE and anything else as JSON.
+	Stream bool
+	// Notices are sent in order: in the GW-Notice header of a JSON answer, or as
+	// gw.notice events before data: [DONE].
+	Notices []Notice
+	// Applied, when not "", is sent as HeaderApplied and HeaderAppliedLegacy
+	// with the successful answer (never with an error).
+	Applied string
+	// Capture, when non-nil, is filled with the assistant reply.
+	Capture *Capture
+	// Keepalive is the upstream silence after which ": keepalive" is sent;
+	// 0 means DefaultKeepalive, a negative value disables keepalives.
+	Keepalive time.Duration
+	// Model names the model in gw.notice chunks when the stream never named one
+	// (an empty stream); normally the stream's own model is reused.
+	Model string
+	// Clock gives the created time of such chunks; nil means the wall clock.
+	Clock clock.Clock
+	// Commit, when non-nil, is called once the whole upstream answer arrived
+	// (the JSON body read, or the stream's data: [DONE] received) and Capture is
+	// filled, before the answer is acknowledged: before a JSON answer's status
+	// and body, before a stream's notices and data: [DONE]. Keepalives go on
+	// while it runs. When it fails, its error is sent instead (the JSON error
+	// envelope, or a gw.error event ending the stream, without data: [DONE]) and
+	// the relay is not complete. /c1 persists the turn here.
+	Commit func(ctx context.Context) error
+}
+
+// Result says how a relay ended.
+type Result struct {
+	// Stream is true when the answer was relayed as SSE.
+	Stream bool
+	// Started is true when a status and headers of a 200 answer were sent; after
+	// that, failures can only be reported in the stream.
+	Started bool
+	// Complete is true when the whole answer reached the client: the JSON body,
+	// or the stream up to and including data: [DONE].
+	Complete bool
+	// Err is why the relay is not complete: the upstream failed (an
+	// *errcat.Error, already reported to the client), the client went away
+	// (context.Canceled), or a write failed. Nil when Complete.
+	Err error
+}

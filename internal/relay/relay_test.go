@@ -1,0 +1,562 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/upstream"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// recorder is a ResponseWriter that is safe to read while a relay writes to it
+// from its keepalive goroutine, and that counts flushes.
+type recorder struct {
+	mu      sync.Mutex
+	header  http.Header
+	status  int
+	body    bytes.Buffer
+	flushes int
+	failW   bool
+}
+
+func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status == 0 {
+		r.status = status
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status == 0 {
+		r.status = 200
+	}
+	if r.failW {
+		return 0, errors.New("client gone")
+	}
+	return r.body.Write(b)
+}
+func (r *recorder) Flush() {
+	r.mu.Lock()
+	r.flushes++
+	r.mu.Unlock()
+}
+func (r *recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.body.String()
+}
+
+// body is an upstream body that records Close.
+type body struct {
+	io.Reader
+	mu     sync.Mutex
+	closed bool
+}
+
+func (b *body) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	if c, ok := b.Reader.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+func (b *body) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+func sseResponse(r io.Reader) (*upstream.Response, *body) {
+	b := &body{Reader: r}
+	return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}}, Body: b}, b
+}
+
+func jsonResponse(s string) *upstream.Response {
+	return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: &body{Reader: strings.NewReader(s)}}
+}
+
+const chunkFmt = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"scout-17b","choices":[%s]}`
+
+func chunk(choices string) string { return strings.Replace(chunkFmt, "%s", choices, 1) }
+
+// upstreamStream is a realistic OpenAI stream: role, two content deltas, a
+// finish chunk, a usage chunk, [DONE].
+var upstreamStream = "data: " + chunk(`{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}`) + "\n\n" +
+	"data: " + chunk(`{"index":0,"delta":{"content":"Hello"},"finish_reason":null}`) + "\n\n" +
+	": upstream comment\n\n" +
+	"data: " + chunk(`{"index":0,"delta":{"content":", wörld"},"finish_reason":null}`) + "\n\n" +
+	"data: " + chunk(`{"index":0,"delta":{},"finish_reason":"stop"}`) + "\n\n" +
+	"data: " + strings.Replace(chunk(""), `"choices":[]`, `"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}`, 1) + "\n\n" +
+	"data: [DONE]\n\n"
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
+
+func TestStreamGolden(t *testing.T) {
+	resp, b := sseResponse(strings.NewReader(upstreamStream))
+	resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-17b"
+	w := newRecorder()
+	w.Header().Set("X-Request-Id", "req-1")
+	var capture relay.Capture
+	res := relay.Response(w, httptest.NewRequest("POST", "/v1/chat/completions", nil), resp, relay.Options{
+		Notices: []relay.Notice{relay.BackendFallback(resp), {Code: relay.NoticeHistoryTrimmed, Message: "2 turns left out."}},
+		Applied: "max_tokens_floored=200",
+		Capture: &capture,
+	})
+	if diff := cmp.Diff(relay.Result{Stream: true, Started: true, Complete: true}, res); diff != "" {
+		t.Errorf("Response() result mismatch (-want +got):\n%s", diff)
+	}
+	golden(t, "stream.golden", w.String())
+	wantHeader := http.Header{
+		"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}, "X-Accel-Buffering": {"no"},
+		"X-Request-Id": {"req-1"}, "Gw-Applied": {"max_tokens_floored=200"}, "X-Rust-Api-Applied": {"max_tokens_floored=200"},
+	}
+	if diff := cmp.Diff(wantHeader, w.Header()); diff != "" {
+		t.Errorf("headers mismatch (-want +got):\n%s", diff)
+	}
+	if w.status != 200 || w.flushes < 7 || !b.isClosed() {
+		t.Errorf("status %d, %d flushes, body closed %v; want 200, a flush per event, closed", w.status, w.flushes, b.isClosed())
+	}
+	wantCapture := relay.Capture{ID: "chatcmpl-1", Model: "scout-17b", Created: 1700000000, Role: "assistant",
+		Content: "Hello, wörld", FinishReason: "stop", Usage: json.RawMessage(`{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}`)}
+	if diff := cmp.Diff(wantCapture, capture, cmp.AllowUnexported(relay.Capture{}), ignoreBuilders); diff != "" {
+		t.Errorf("Capture mismatch (-want +got):\n%s", diff)
+	}
+}
+
+var ignoreBuilders = cmp.FilterPath(func(p cmp.Path) bool {
+	name := p.Last().String()
+	return name == ".content" || name == ".args"
+}, cmp.Ignore())
+
+// events splits an SSE transcript into its events.
+func events(s string) []string {
+	return strings.Split(strings.TrimSuffix(s, "\n\n"), "\n\n")
+}
+
+func TestStreamNoticeShape(t *testing.T) {
+	resp, _ := sseResponse(strings.NewReader(upstreamStream))
+	w := newRecorder()
+	relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{Notices: []relay.Notice{{Code: "tool_loop_capped", Message: "m"}}})
+	ev := events(w.String())
+	notice := ev[len(ev)-2]
+	name, data, _ := strings.Cut(notice, "\n")
+	if name != "event: gw.notice" {
+		t.Fatalf("event before [DONE] = %q, want gw.notice", notice)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": float64(1700000000), "model": "scout-17b",
+		"choices": []any{}, "gw_notice": map[string]any{"code": "tool_loop_capped", "message": "m"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("gw.notice data mismatch (-want +got):\n%s", diff)
+	}
+	if ev[len(ev)-1] != "data: [DONE]" {
+		t.Errorf("last event = %q, want data: [DONE]", ev[len(ev)-1])
+	}
+}
+
+type failingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return n, f.err
+	}
+	return n, err
+}
+
+func TestStreamFailures(t *testing.T) {
+	first := "data: " + chunk(`{"index":0,"delta":{"content":"Hel"}}`) + "\n\n"
+	wantError := `event: gw.error` + "\n" + `data: {"error":{"type":"api_error","code":"upstream_error","message":"The upstream model failed while answering; the answer is incomplete.","param":null},"gw_code":"upstream_error"}`
+	tests := []struct {
+		name   string
+		stream io.Reader
+	}{
+		{"ends without DONE", strings.NewReader(first)},
+		{"read error", &failingReader{strings.NewReader(first), errors.New("connection reset by 10.0.0.7")}},
+		{"error object", strings.NewReader(first + `data: {"error":{"message":"secret backend detail","type":"server_error"}}` + "\n\n" + "data: [DONE]\n\n")},
+		{"event too large", strings.NewReader(first + "data: " + strings.Repeat("x", 2<<20) + "\n\n")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, _ := sseResponse(tt.stream)
+			w := newRecorder()
+			res := relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{Notices: []relay.Notice{{Code: "history_trimmed"}}})
+			if res.Complete || !res.Started || errcat.CodeOf(res.Err) != errcat.UpstreamError {
+				t.Errorf("Response() = %+v, want started, incomplete, upstream_error", res)
+			}
+			got := events(w.String())
+			want := []string{strings.TrimSuffix(first, "\n\n"), wantError}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("stream mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStreamFailsBeforeFirstEvent(t *testing.T) {
+	resp, _ := sseResponse(strings.NewReader(""))
+	w := newRecorder()
+	res := relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{Applied: "max_tokens_floored=16"})
+	if res.Started || errcat.CodeOf(res.Err) != errcat.UpstreamError {
+		t.Errorf("Response() = %+v, want not started, upstream_error", res)
+	}
+	if w.status != 502 || w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Gw-Applied") != "" {
+		t.Errorf("status %d, headers %v; want a 502 JSON error without gw-applied", w.status, w.Header())
+	}
+	var env struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(w.String()), &env); err != nil || env.Error.Code != "upstream_error" {
+		t.Errorf("body %s: want the upstream_error envelope", w.String())
+	}
+}
+
+func TestStreamPassesNamedEventsAndLines(t *testing.T) {
+	in := "event: ping\ndata: {}\n\ndata: line1\ndata: line2\n\ndata: [DONE]\n\n"
+	resp, _ := sseResponse(strings.NewReader(in))
+	w := newRecorder()
+	res := relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{})
+	if !res.Complete {
+		t.Fatalf("Response() = %+v", res)
+	}
+	if diff := cmp.Diff(in, w.String()); diff != "" {
+		t.Errorf("stream mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStreamEmptyUsesFallbackMeta(t *testing.T) {
+	resp, _ := sseResponse(strings.NewReader("data: [DONE]\n\n"))
+	w := newRecorder()
+	relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{
+		Model: "lm-4-scout", Notices: []relay.Notice{{Code: "safety_fallback", Message: "x"}}, Clock: fixedClock{},
+	})
+	want := "event: gw.notice\ndata: " + `{"id":"chatcmpl-gw","object":"chat.completion.chunk","created":1700000001,"model":"lm-4-scout","choices":[],"gw_notice":{"code":"safety_fallback","message":"x"}}` + "\n\ndata: [DONE]\n\n"
+	if diff := cmp.Diff(want, w.String()); diff != "" {
+		t.Errorf("stream mismatch (-want +got):\n%s", diff)
+	}
+}
+
+type fixedClock struct{}
+
+func (fixedClock) Now() time.Time { return time.Unix(1700000001, 0) }
+
+func TestStreamCaptureToolCalls(t *testing.T) {
+	in := "data: " + chunk(`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}`) + "\n\n" +
+		"data: " + chunk(`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}`) + "\n\n" +
+		"data: " + chunk(`{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"now","arguments":"{}"}}]}}`) + "\n\n" +
+		"data: " + chunk(`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Oslo\"}"}}]}}`) + "\n\n" +
+		"data: " + chunk(`{"index":0,"delta":{},"finish_reason":"tool_calls"}`) + "\n\n" +
+		"data: [DONE]\n\n"
+	resp, _ := sseResponse(strings.NewReader(in))
+	var c relay.Capture
+	relay.Response(newRecorder(), httptest.NewRequest("POST", "/", nil), resp, relay.Options{Capture: &c})
+	want := []relay.ToolCall{
+		{ID: "call_1", Type: "function", Function: relay.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo"}`}},
+		{ID: "call_2", Type: "function", Function: relay.FunctionCall{Name: "now", Arguments: `{}`}},
+	}
+	if diff := cmp.Diff(want, c.ToolCalls); diff != "" {
+		t.Errorf("ToolCalls mismatch (-want +got):\n%s", diff)
+	}
+	if c.FinishReason != "tool_calls" || c.Content != "" {
+		t.Errorf("FinishReason %q Content %q", c.FinishReason, c.Content)
+	}
+}
+
+func TestKeepalive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		resp, _ := sseResponse(pr)
+		w := newRecorder()
+		done := make(chan relay.Result)
+		go func() {
+			done <- relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{})
+		}()
+		first := "data: " + chunk(`{"index":0,"delta":{"content":"a"}}`) + "\n\n"
+		io.WriteString(pw, first)
+		time.Sleep(14 * time.Second)
+		synctest.Wait()
+		if got := w.String(); got != first {
+			t.Fatalf("after 14 s: %q, want only the first chunk", got)
+		}
+		time.Sleep(2 * time.Second) // 16 s of silence
+		synctest.Wait()
+		if got := w.String(); got != first+": keepalive\n\n" {
+			t.Fatalf("after 16 s: %q, want a keepalive", got)
+		}
+		time.Sleep(15 * time.Second)
+		synctest.Wait()
+		io.WriteString(pw, "data: [DONE]\n\n")
+		pw.Close()
+		res := <-done
+		if !res.Complete {
+			t.Errorf("Response() = %+v", res)
+		}
+		if got, want := w.String(), first+": keepalive\n\n: keepalive\n\ndata: [DONE]\n\n"; got != want {
+			t.Errorf("stream = %q, want %q", got, want)
+		}
+	})
+}
+
+func TestKeepaliveBeforeFirstEventAndInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		resp, _ := sseResponse(pr)
+		w := newRecorder()
+		done := make(chan relay.Result)
+		go func() {
+			done <- relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{Keepalive: time.Second})
+		}()
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if got := w.String(); got != ": keepalive\n\n" || w.status != 200 {
+			t.Fatalf("after 1.5 s: %d %q, want a started stream with one keepalive", w.status, got)
+		}
+		pw.Close() // ends without [DONE]: gw.error, since the stream started
+		res := <-done
+		if errcat.CodeOf(res.Err) != errcat.UpstreamError || !strings.Contains(w.String(), "event: gw.error") {
+			t.Errorf("Response() = %+v, stream %q", res, w.String())
+		}
+	})
+}
+
+func TestClientDisconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		resp, b := sseResponse(pr)
+		ctx, cancel := context.WithCancel(context.Background())
+		r := httptest.NewRequest("POST", "/", nil).WithContext(ctx)
+		w := newRecorder()
+		done := make(chan relay.Result)
+		go func() { done <- relay.Response(w, r, resp, relay.Options{}) }()
+		io.WriteString(pw, "data: "+chunk(`{"index":0,"delta":{"content":"a"}}`)+"\n\n")
+		synctest.Wait()
+		start := time.Now()
+		cancel() // the client went away
+		res := <-done
+		if elapsed := time.Since(start); elapsed != 0 {
+			t.Errorf("Response() returned after %v of fake time, want at once", elapsed)
+		}
+		if !errors.Is(res.Err, context.Canceled) || res.Complete || !b.isClosed() {
+			t.Errorf("Response() = %+v, body closed %v; want context.Canceled and a closed body", res, b.isClosed())
+		}
+		if _, err := pw.Write([]byte("x")); err == nil {
+			t.Errorf("upstream can still write after the disconnect")
+		}
+		if strings.Contains(w.String(), "gw.error") {
+			t.Errorf("wrote to a gone client: %q", w.String())
+		}
+		// synctest.Test fails if a goroutine of the relay is left behind.
+	})
+}
+
+func TestWriteFailureStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		resp, b := sseResponse(pr)
+		w := newRecorder()
+		w.failW = true
+		done := make(chan relay.Result)
+		go func() { done <- relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{}) }()
+		go io.WriteString(pw, "data: {}\n\n")
+		res := <-done
+		if res.Err == nil || res.Complete || !b.isClosed() {
+			t.Errorf("Response() = %+v, closed %v; want a write error and a closed body", res, b.isClosed())
+		}
+	})
+}
+
+func TestJSON(t *testing.T) {
+	const completion = `{"id":"chatcmpl-9","object":"chat.completion","created":1700000000,"model":"scout-17b",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"Hi there","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`
+	w := newRecorder()
+	var c relay.Capture
+	res := relay.Response(w, httptest.NewRequest("POST", "/", nil), jsonResponse(completion), relay.Options{
+		Stream:  true, // the Content-Type wins
+		Notices: []relay.Notice{{Code: "backend_fallback"}, {Code: "history_trimmed"}},
+		Applied: "max_tokens_floored=200",
+		Capture: &c,
+	})
+	if diff := cmp.Diff(relay.Result{Started: true, Complete: true}, res); diff != "" {
+		t.Errorf("Response() mismatch (-want +got):\n%s", diff)
+	}
+	wantHeader := http.Header{"Content-Type": {"application/json"}, "Content-Length": {strconv.Itoa(len(completion))},
+		"Gw-Notice": {"backend_fallback, history_trimmed"}, "Gw-Applied": {"max_tokens_floored=200"}, "X-Rust-Api-Applied": {"max_tokens_floored=200"}}
+	if diff := cmp.Diff(wantHeader, w.Header()); diff != "" {
+		t.Errorf("headers mismatch (-want +got):\n%s", diff)
+	}
+	if w.status != 200 || w.String() != completion {
+		t.Errorf("status %d body %s; want 200 and the body verbatim", w.status, w.String())
+	}
+	want := relay.Capture{ID: "chatcmpl-9", Model: "scout-17b", Created: 1700000000, Role: "assistant", Content: "Hi there",
+		ToolCalls:    []relay.ToolCall{{ID: "c1", Type: "function", Function: relay.FunctionCall{Name: "f", Arguments: "{}"}}},
+		FinishReason: "stop", Usage: json.RawMessage(`{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}`)}
+	if diff := cmp.Diff(want, c, cmp.AllowUnexported(relay.Capture{}), ignoreBuilders); diff != "" {
+		t.Errorf("Capture mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestJSONFailures(t *testing.T) {
+	for name, in := range map[string]string{
+		"not JSON":     "<html>bad gateway</html>",
+		"error object": `{"error":{"message":"key sk-123 invalid"}}`,
+		"truncated":    `{"id":"x","choices":[`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newRecorder()
+			res := relay.Response(w, httptest.NewRequest("POST", "/", nil), jsonResponse(in), relay.Options{Applied: "x=1"})
+			if res.Started || errcat.CodeOf(res.Err) != errcat.UpstreamError || w.status != 502 {
+				t.Errorf("Response() = %+v status %d; want a 502 upstream_error", res, w.status)
+			}
+			if strings.Contains(w.String(), "sk-123") || w.Header().Get("Gw-Applied") != "" {
+				t.Errorf("leaked upstream detail or applied header: %s %v", w.String(), w.Header())
+			}
+		})
+	}
+}
+
+func TestModeWithoutContentType(t *testing.T) {
+	resp := &upstream.Response{StatusCode: 200, Header: http.Header{}, Body: &body{Reader: strings.NewReader("data: [DONE]\n\n")}}
+	res := relay.Response(newRecorder(), httptest.NewRequest("POST", "/", nil), resp, relay.Options{Stream: true})
+	if !res.Stream || !res.Complete {
+		t.Errorf("Response() = %+v, want a complete stream", res)
+	}
+}
+
+func TestBackendFallbackNotice(t *testing.T) {
+	got := relay.BackendFallback(&upstream.Response{Provider: "cloudB", RouterAlias: "scout-cloudb", Fallback: true})
+	want := relay.Notice{Code: "backend_fallback", Message: "The answer came from a fallback backend (scout-cloudb on cloudB)."}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("BackendFallback() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSSEError(t *testing.T) {
+	w := newRecorder()
+	s := relay.NewSSE(w)
+	s.Error(errcat.Storage(errors.New("bolt: disk full")))
+	name, data, _ := strings.Cut(strings.TrimSuffix(w.String(), "\n\n"), "\n")
+	var env struct {
+		Error  map[string]any `json:"error"`
+		GWCode string         `json:"gw_code"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &env); err != nil {
+		t.Fatalf("gw.error data %q: %v", data, err)
+	}
+	if name != "event: gw.error" || env.Error["code"] != "storage_error" || env.Error["type"] != "api_error" ||
+		env.GWCode != "storage_error" || strings.Contains(data, "disk full") {
+		t.Errorf("Error() wrote %q; want a gw.error storage_error envelope without the cause", w.String())
+	}
+}
+
+func TestCommit(t *testing.T) {
+	const completion = `{"id":"c","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}`
+	conflict := errcat.New(errcat.StorageError, "", "")
+	tests := []struct {
+		name       string
+		resp       func() *upstream.Response
+		commitErr  error
+		wantStatus int
+		wantBody   string // for streams, the transcript
+		complete   bool
+	}{
+		{"json committed", func() *upstream.Response { return jsonResponse(completion) }, nil, 200, completion, true},
+		{"json commit fails", func() *upstream.Response { return jsonResponse(completion) }, conflict, 500, "", false},
+		{"stream committed", func() *upstream.Response { r, _ := sseResponse(strings.NewReader(upstreamStream)); return r }, nil, 200, "", true},
+		{"stream commit fails", func() *upstream.Response { r, _ := sseResponse(strings.NewReader(upstreamStream)); return r }, conflict, 200, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newRecorder()
+			var c relay.Capture
+			var sawContent, sawStatus string
+			res := relay.Response(w, httptest.NewRequest("POST", "/", nil), tt.resp(), relay.Options{
+				Capture: &c,
+				Notices: []relay.Notice{{Code: "history_trimmed"}},
+				Applied: "max_tokens_floored=200",
+				Commit: func(context.Context) error {
+					sawContent = c.Content
+					if strings.Contains(w.String(), "[DONE]") || strings.Contains(w.String(), "gw.notice") || (w.status != 0 && !strings.HasPrefix(tt.name, "stream")) {
+						sawStatus = "acknowledged before commit"
+					}
+					return tt.commitErr
+				},
+			})
+			if sawStatus != "" || (sawContent != "Hi" && sawContent != "Hello, wörld") {
+				t.Errorf("at commit: %q, content %q; want nothing acknowledged and the capture filled", sawStatus, sawContent)
+			}
+			if res.Complete != tt.complete || w.status != tt.wantStatus {
+				t.Errorf("Response() = %+v, status %d; want complete %v, status %d", res, w.status, tt.complete, tt.wantStatus)
+			}
+			out := w.String()
+			switch {
+			case tt.name == "json committed" && out != completion:
+				t.Errorf("body %q", out)
+			case tt.name == "json commit fails" && (!strings.Contains(out, `"storage_error"`) || w.Header().Get("Gw-Applied") != ""):
+				t.Errorf("body %q headers %v; want a storage_error envelope without gw-applied", out, w.Header())
+			case tt.name == "stream committed" && !strings.HasSuffix(out, "data: [DONE]\n\n"):
+				t.Errorf("stream %q", out)
+			case tt.name == "stream commit fails" && (strings.Contains(out, "[DONE]") || strings.Contains(out, "gw.notice") || !strings.Contains(out, "event: gw.error")):
+				t.Errorf("stream %q; want gw.error, no notice, no [DONE]", out)
+			}
+		})
+	}
+}
+
+func TestCommitNotCalledOnFailure(t *testing.T) {
+	resp, _ := sseResponse(strings.NewReader("data: {}\n\n"))
+	called := false
+	relay.Response(newRecorder(), httptest.NewRequest("POST", "/", nil), resp, relay.Options{
+		Commit: func(context.Context) error { called = true; return nil },
+	})
+	if called {
+		t.Errorf("Commit called for a stream that ended without [DONE]")
+	}
+}

@@ -1,0 +1,328 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/upstream"
+	sse "github.com/tmaxmax/go-sse"
+)
+
+// maxEventSize bounds one upstream SSE event (go-sse's default is 64 KiB, too
+// small for a large tool-call or usage chunk).
+const maxEventSize = 1 << 20
+
+// Response relays resp, a successful upstream answer, to the client of r, as SSE
+// or JSON (see the package doc), and closes resp.Body. It uses r's context:
+// cancelling it (the client went away) closes the upstream body at once and
+// Response returns without writing more. Headers the caller set on w are sent
+// with a successful answer.
+func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, opts Options) Result {
+	body := closeOnce(resp.Body)
+	defer body.Close()
+	stop := context.AfterFunc(r.Context(), func() { body.Close() })
+	defer stop()
+
+	var res Result
+	if isStream(resp.Header, opts.Stream) {
+		res = relaySSE(w, r, body, &opts)
+	} else {
+		res = relayJSON(w, r, body, &opts)
+	}
+	if opts.Capture != nil {
+		opts.Capture.finish()
+	}
+	return res
+}
+
+// isStream decides the mode from the upstream Content-Type, or the request's
+// stream flag when there is none.
+func isStream(h http.Header, requested bool) bool {
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return requested
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "text/event-stream"
+}
+
+func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Options) Result {
+	ctx := r.Context()
+	b, err := io.ReadAll(body)
+	if ctx.Err() != nil {
+		return Result{Err: context.Cause(ctx)}
+	}
+	switch {
+	case err != nil:
+		return fail(w, r, nil, fmt.Errorf("relay: read upstream answer: %w", err))
+	case !json.Valid(b):
+		return fail(w, r, nil, errors.New("relay: upstream answer is not JSON"))
+	case isErrorObject(string(b[:min(len(b), 256)])):
+		return fail(w, r, nil, fmt.Errorf("relay: upstream answered an error object: %.512s", b))
+	}
+	if opts.Capture != nil {
+		opts.Capture.fromJSON(b)
+	}
+	if opts.Commit != nil {
+		if err := opts.Commit(ctx); err != nil {
+			return reject(w, r, nil, err)
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	setApplied(h, opts.Applied)
+	if len(opts.Notices) > 0 {
+		codes := make([]string, len(opts.Notices))
+		for i, n := range opts.Notices {
+			codes[i] = n.Code
+		}
+		h.Set(HeaderNotice, strings.Join(codes, ", "))
+	}
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(b); err != nil {
+		return Result{Started: true, Err: err}
+	}
+	return Result{Started: true, Complete: true}
+}
+
+func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Options) Result {
+	ctx := r.Context()
+	setApplied(w.Header(), opts.Applied)
+	s := NewSSE(w)
+	var mu sync.Mutex // guards s between the relay and the keepalive goroutine
+	ka := startKeepalive(&mu, s, opts.Keepalive)
+	defer ka.stop()
+
+	var (
+		failure  error
+		done     bool
+		haveMeta bool
+	)
+	for ev, err := range sse.Read(body, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
+		if err != nil {
+			failure = fmt.Errorf("relay: read upstream stream: %w", err)
+			break
+		}
+		if ev.Data == "" {
+			continue
+		}
+		if ev.Type == "" {
+			if ev.Data == "[DONE]" {
+				done = true
+				break
+			}
+			if isErrorObject(ev.Data) {
+				failure = fmt.Errorf("relay: upstream sent an error event: %.512s", ev.Data)
+				break
+			}
+			if !haveMeta {
+				haveMeta = readMeta(s, ev.Data)
+			}
+			if opts.Capture != nil {
+				opts.Capture.addChunk(ev.Data)
+			}
+		}
+		mu.Lock()
+		werr := s.Event(ev.Type, ev.Data)
+		ka.reset()
+		mu.Unlock()
+		if werr != nil {
+			return Result{Stream: true, Started: true, Err: werr}
+		}
+	}
+
+	var commitErr error
+	if done && ctx.Err() == nil && opts.Commit != nil {
+		if opts.Capture != nil {
+			opts.Capture.finish()
+		}
+		commitErr = opts.Commit(ctx) // without mu: keepalives go on meanwhile
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	ka.finished = true
+	if ctx.Err() != nil {
+		return Result{Stream: true, Started: s.Started(), Err: context.Cause(ctx)}
+	}
+	if !done {
+		if failure == nil {
+			failure = errors.New("relay: upstream stream ended without [DONE]")
+		}
+		return fail(w, r, s, failure)
+	}
+	if commitErr != nil {
+		return reject(w, r, s, commitErr)
+	}
+	if !haveMeta {
+		s.SetMeta(fallbackMeta(opts))
+	}
+	for _, n := range opts.Notices {
+		s.Notice(n)
+	}
+	if err := s.Done(); err != nil {
+		return Result{Stream: true, Started: true, Err: err}
+	}
+	return Result{Stream: true, Started: true, Complete: true}
+}
+
+// fail reports an upstream failure as upstream_error; the cause is only
+// logged.
+func fail(w http.ResponseWriter, r *http.Request, s *SSE, cause error) Result {
+	httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), slog.LevelWarn, "relay failed", slog.String("error", cause.Error()))
+	return reject(w, r, s, &errcat.Error{
+		Code:    errcat.UpstreamError,
+		Message: "The upstream model failed while answering; the answer is incomplete.",
+		Cause:   cause,
+	})
+}
+
+// reject sends err instead of the answer: the JSON error envelope when nothing
+// was sent yet (s nil or not started), else a gw.error event ending the stream.
+func reject(w http.ResponseWriter, r *http.Request, s *SSE, err error) Result {
+	e := errcat.As(err)
+	info := httpx.InfoFrom(r.Context())
+	if s == nil || !s.Started() {
+		// Remove what the caller set for a successful answer.
+		w.Header().Del(HeaderApplied)
+		w.Header().Del(HeaderAppliedLegacy)
+		httpx.WriteError(w, r, e)
+		return Result{Stream: s != nil, Err: e}
+	}
+	info.Err = e
+	s.Error(e)
+	return Result{Stream: true, Started: true, Err: e}
+}
+
+// readMeta takes the stream's id, created and model from a chunk; it reports
+// whether the chunk had them.
+func readMeta(s *SSE, data string) bool {
+	var m struct {
+		ID      string `json:"id"`
+		Created int64  `json:"created"`
+		Model   string `json:"model"`
+	}
+	if json.Unmarshal([]byte(data), &m) != nil || m.ID == "" {
+		return false
+	}
+	s.SetMeta(StreamMeta(m))
+	return true
+}
+
+func fallbackMeta(opts *Options) StreamMeta {
+	now := time.Now()
+	if opts.Clock != nil {
+		now = opts.Clock.Now()
+	}
+	return StreamMeta{ID: "chatcmpl-gw", Created: now.Unix(), Model: opts.Model}
+}
+
+func setApplied(h http.Header, applied string) {
+	if applied != "" {
+		h.Set(HeaderApplied, applied)
+		h.Set(HeaderAppliedLegacy, applied)
+	}
+}
+
+// isErrorObject reports whether b is a JSON object whose first member is
+// "error", the shape OpenAI-compatible servers use for errors.
+func isErrorObject(b string) bool {
+	i := 0
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i++
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return strings.HasPrefix(b[i:], `"error"`)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// keepalive sends ": keepalive" after an interval without events.
+type keepalive struct {
+	mu       *sync.Mutex
+	timer    *time.Timer
+	interval time.Duration
+	stopc    chan struct{}
+	donec    chan struct{}
+	finished bool // guarded by mu: the stream ended, write nothing more
+}
+
+func startKeepalive(mu *sync.Mutex, s *SSE, interval time.Duration) *keepalive {
+	if interval == 0 {
+		interval = DefaultKeepalive
+	}
+	ka := &keepalive{mu: mu, interval: interval}
+	if interval < 0 {
+		return ka
+	}
+	ka.timer = time.NewTimer(interval)
+	ka.stopc = make(chan struct{})
+	ka.donec = make(chan struct{})
+	go func() {
+		defer close(ka.donec)
+		for {
+			select {
+			case <-ka.timer.C:
+				mu.Lock()
+				if !ka.finished {
+					s.Comment("keepalive")
+					ka.timer.Reset(interval)
+				}
+				mu.Unlock()
+			case <-ka.stopc:
+				return
+			}
+		}
+	}()
+	return ka
+}
+
+// reset restarts the interval; call with mu held.
+func (ka *keepalive) reset() {
+	if ka.timer != nil {
+		ka.timer.Reset(ka.interval)
+	}
+}
+
+// stop ends the goroutine and waits for it; call without mu held.
+func (ka *keepalive) stop() {
+	if ka.timer == nil {
+		return
+	}
+	ka.timer.Stop()
+	close(ka.stopc)
+	<-ka.donec
+}
+
+// closeOnce makes Close idempotent and safe to call from two goroutines (the
+// relay and the context's AfterFunc).
+func closeOnce(rc io.ReadCloser) *onceCloser { return &onceCloser{ReadCloser: rc} }
+
+type onceCloser struct {
+	io.ReadCloser
+	once sync.Once
+}
+
+func (c *onceCloser) Close() error {
+	c.once.Do(func() { c.ReadCloser.Close() })
+	return nil
+}

@@ -1,0 +1,182 @@
+package relay
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/chatgw/gateway/errcat"
+)
+
+// StreamMeta is the id, created and model of a stream, reused by its gw.notice
+// chunks.
+type StreamMeta struct {
+	ID      string
+	Created int64
+	Model   string
+}
+
+// SSE writes the gateway's SSE answer: headers on the first write, each event
+// flushed at once. Response uses it to relay upstream streams; callers that
+// produce events themselves (an agent's tool loop) may use it directly. An SSE is
+// not safe for concurrent use. After the first failed write every method returns
+// that error and writes nothing.
+type SSE struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	meta    StreamMeta
+	err     error
+}
+
+// NewSSE returns an SSE writing to w. Headers the caller set on w before the
+// first event are sent with it.
+func NewSSE(w http.ResponseWriter) *SSE {
+	return &SSE{w: w, rc: http.NewResponseController(w)}
+}
+
+// Started reports whether the status and headers were sent.
+func (s *SSE) Started() bool { return s.started }
+
+// Meta returns the stream's id, created and model.
+func (s *SSE) Meta() StreamMeta { return s.meta }
+
+// SetMeta sets the stream's id, created and model for later notices.
+func (s *SSE) SetMeta(m StreamMeta) { s.meta = m }
+
+// Data sends one unnamed event whose data is data, verbatim (a data with line
+// breaks is sent as several data lines, which the client joins back).
+func (s *SSE) Data(data string) error { return s.Event("", data) }
+
+// Event sends one event named name ("" for an unnamed event) with data.
+func (s *SSE) Event(name, data string) error {
+	if !s.begin() {
+		return s.err
+	}
+	if name != "" {
+		s.write("event: ")
+		s.write(name)
+		s.write("\n")
+	}
+	for {
+		i := strings.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		s.write("data: ")
+		s.write(data[:i])
+		s.write("\n")
+		data = data[i+1:]
+	}
+	s.write("data: ")
+	s.write(data)
+	s.write("\n\n")
+	return s.flush()
+}
+
+// Comment sends the SSE comment ": text", which clients ignore (keepalive).
+func (s *SSE) Comment(text string) error {
+	if !s.begin() {
+		return s.err
+	}
+	s.write(": ")
+	s.write(text)
+	s.write("\n\n")
+	return s.flush()
+}
+
+type noticeChunk struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []string `json:"choices"`
+	Notice  Notice   `json:"gw_notice"`
+}
+
+// Notice sends n as a gw.notice event shaped like a chunk of this stream with no
+// choices (DECISIONS 5). Send notices before Done.
+func (s *SSE) Notice(n Notice) error {
+	b, err := json.Marshal(noticeChunk{
+		ID: s.meta.ID, Object: "chat.completion.chunk", Created: s.meta.Created,
+		Model: s.meta.Model, Choices: []string{}, Notice: n,
+	})
+	if err != nil {
+		return err
+	}
+	return s.Event("gw.notice", string(b))
+}
+
+// Done sends data: [DONE], the end of a complete stream.
+func (s *SSE) Done() error { return s.Data("[DONE]") }
+
+type errorBody struct {
+	Type    errcat.Type `json:"type"`
+	Code    errcat.Code `json:"code"`
+	Message string      `json:"message"`
+	Param   *string     `json:"param"`
+}
+
+type errorEnvelope struct {
+	Error  errorBody   `json:"error"`
+	GWCode errcat.Code `json:"gw_code"`
+}
+
+// Error sends err as a gw.error event whose data is the error envelope
+// ({"error":{...},"gw_code":...}, as errcat writes it, without Extra fields). The
+// stream must end after it, without Done. Internal and storage errors never show
+// their cause.
+func (s *SSE) Error(err error) error {
+	return s.Event("gw.error", string(errorJSON(err)))
+}
+
+// errorJSON is the error envelope of err.
+func errorJSON(err error) []byte {
+	e := errcat.As(err)
+	entry := errcat.Lookup(e.Code)
+	msg := e.Message
+	if msg == "" || e.Code == errcat.InternalError || e.Code == errcat.StorageError {
+		msg = entry.Title
+	}
+	body := errorBody{Type: entry.Type, Code: entry.Code, Message: msg}
+	if e.Param != "" {
+		body.Param = &e.Param
+	}
+	b, _ := json.Marshal(errorEnvelope{Error: body, GWCode: entry.Code})
+	return b
+}
+
+// begin sends the status and headers once; it reports whether writing may go on.
+func (s *SSE) begin() bool {
+	if s.err != nil {
+		return false
+	}
+	if !s.started {
+		s.started = true
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		h.Del("Content-Length")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	return true
+}
+
+func (s *SSE) write(str string) {
+	if s.err == nil {
+		_, s.err = io.WriteString(s.w, str)
+	}
+}
+
+func (s *SSE) flush() error {
+	if s.err != nil {
+		return s.err
+	}
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.err = err
+	}
+	return s.err
+}

@@ -1,0 +1,76 @@
+package openai
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// ChatCompletions serves POST /v1/chat/completions (see the package doc).
+func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	p := auth.FromContext(ctx)
+	if p == nil {
+		httpx.WriteError(w, r, errcat.Internal(errNoPrincipal))
+		return
+	}
+	body, err := httpx.ReadBody(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	req := &preflight.Request{
+		Body:         body,
+		Tenant:       p.Tenant,
+		Catalog:      s.catalog,
+		CloudConsent: strings.Join(r.Header.Values(preflight.HeaderCloudConsent), ","),
+		Consents:     s.consents,
+	}
+	if user := httpx.UserID(r); user != "" && s.inject != nil {
+		req.System = func(ctx context.Context) (string, error) {
+			return s.inject(ctx, p.Tenant.ID, user)
+		}
+	}
+	pf, err := preflight.Check(ctx, req)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+
+	info := httpx.InfoFrom(ctx)
+	resp, err := s.up.Do(ctx, &upstream.Request{
+		Alias:     pf.Model.Alias,
+		Path:      "/chat/completions",
+		Body:      pf.Body,
+		Stream:    pf.Stream,
+		RequestID: info.RequestID,
+	})
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var notices []relay.Notice
+	if resp.Fallback {
+		notices = append(notices, relay.BackendFallback(resp))
+	}
+	res := relay.Response(w, r, resp, relay.Options{
+		Stream:    pf.Stream,
+		Notices:   notices,
+		Applied:   pf.Applied(),
+		Keepalive: s.keepalive,
+		Model:     pf.Model.Alias,
+		Clock:     s.clock,
+	})
+	if !res.Complete {
+		info.Logger.LogAttrs(ctx, slog.LevelInfo, "chat completion not completed",
+			slog.Bool("stream", res.Stream), slog.Bool("started", res.Started), slog.Any("error", res.Err))
+	}
+}

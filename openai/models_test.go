@@ -1,0 +1,142 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/openai"
+	"github.com/chatgw/gateway/upstream"
+	"github.com/google/go-cmp/cmp"
+)
+
+type modelList struct {
+	Object string `json:"object"`
+	Data   []struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	} `json:"data"`
+}
+
+func listModels(t *testing.T, s *openai.Service, tenant *auth.Tenant) (ids []string, list modelList) {
+	t.Helper()
+	w := serve(s.Models, request("GET", "/v1/models", "", tenant, nil))
+	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /v1/models: %d %v", w.Code, w.Header())
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	return ids, list
+}
+
+func TestModels(t *testing.T) {
+	clk := clock.NewFake(time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC))
+	s := newService(&fakeUpstream{}, func(c *openai.Config) { c.Clock = clk })
+	ids, list := listModels(t, s, allTenants)
+	if diff := cmp.Diff([]string{"lm-4-scout", "lm-4-scout-local", "lm-text", "lm-reason", "lm-embed"}, ids); diff != "" {
+		t.Errorf("ids mismatch (-want +got):\n%s", diff)
+	}
+	first := list.Data[0]
+	if list.Object != "list" || first.Object != "model" || first.Created != clk.Now().Unix() || first.OwnedBy != "lm-4" {
+		t.Errorf("list %+v", list)
+	}
+	ids, _ = listModels(t, s, &auth.Tenant{ID: "b", Models: []string{"lm-text", "lm-embed", "not-in-catalog"}})
+	if diff := cmp.Diff([]string{"lm-text", "lm-embed"}, ids); diff != "" {
+		t.Errorf("allowlisted ids mismatch (-want +got):\n%s", diff)
+	}
+	w := serve(s.Models, request("GET", "/v1/models", "", &auth.Tenant{ID: "c", Models: []string{}}, nil))
+	if w.Body.String() != `{"object":"list","data":[]}`+"\n" {
+		t.Errorf("empty allowlist: %s", w.Body)
+	}
+}
+
+func TestModelsCache(t *testing.T) {
+	clk := clock.NewFake(time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC))
+	cat := testCatalog()
+	s := openai.New(openai.Config{Upstream: &fakeUpstream{}, Catalog: cat, Clock: clk})
+	restricted := &auth.Tenant{ID: "b", Models: []string{"lm-text", "lm-new"}}
+	before, _ := listModels(t, s, allTenants)
+	beforeRestricted, _ := listModels(t, s, restricted)
+
+	// A model joins the catalog between requests.
+	cat.Models = append(cat.Models, upstream.ModelInfo{Alias: "lm-new", Kind: upstream.KindChat})
+	clk.Advance(59 * time.Second)
+	if got, _ := listModels(t, s, allTenants); !cmp.Equal(before, got) {
+		t.Errorf("after 59 s: %v, want the cached %v", got, before)
+	}
+	if got, _ := listModels(t, s, restricted); !cmp.Equal(beforeRestricted, got) {
+		t.Errorf("after 59 s, restricted: %v, want the cached %v", got, beforeRestricted)
+	}
+	// Another allowlist is computed afresh.
+	if got, _ := listModels(t, s, &auth.Tenant{ID: "c", Models: []string{"lm-new"}}); !cmp.Equal([]string{"lm-new"}, got) {
+		t.Errorf("new allowlist: %v", got)
+	}
+	clk.Advance(time.Second) // 60 s: expired
+	got, _ := listModels(t, s, allTenants)
+	if diff := cmp.Diff(append(before, "lm-new"), got); diff != "" {
+		t.Errorf("after 60 s mismatch (-want +got):\n%s", diff)
+	}
+	if got, _ := listModels(t, s, restricted); !cmp.Equal([]string{"lm-text", "lm-new"}, got) {
+		t.Errorf("after 60 s, restricted: %v", got)
+	}
+}
+
+func TestInfo(t *testing.T) {
+	cat := testCatalog()
+	s := openai.New(openai.Config{Upstream: &fakeUpstream{}, Catalog: cat})
+	w := serve(s.Info, request("GET", "/v1/info", "", &auth.Tenant{ID: "b", Models: []string{"lm-reason", "lm-4-scout-local"}}, nil))
+	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /v1/info: %d %v", w.Code, w.Header())
+	}
+	var got map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"notes": "test catalog",
+		"models": []any{
+			map[string]any{
+				"alias": "lm-4-scout-local", "description": "Scout, local only", "family": "lm-4", "kind": "chat",
+				"context_window": float64(100000),
+				"modalities": map[string]any{"text_in": true, "text_out": true, "image_in": true, "audio_in": false,
+					"video_in": false, "image_out": false},
+				"tools": false, "json_mode": false, "reasoning_mode": false, "license": "open",
+				"backends": []any{map[string]any{"provider": "local", "router_alias": "scout-local", "status": "available",
+					"notes": nil, "pricing": nil}},
+				"constraints": map[string]any{"accepts_image_url": false, "min_max_tokens": nil, "typical_response_seconds": nil},
+				"notes":       "",
+			},
+			map[string]any{
+				"alias": "lm-reason", "description": "Reasoning", "family": "lm-r", "kind": "chat",
+				"context_window": float64(100000),
+				"modalities": map[string]any{"text_in": true, "text_out": true, "image_in": false, "audio_in": false,
+					"video_in": false, "image_out": false},
+				"tools": false, "json_mode": false, "reasoning_mode": true, "license": "open",
+				"backends": []any{map[string]any{"provider": "cloudA", "router_alias": "scout-clouda", "status": "available",
+					"notes": nil, "pricing": "free tier"}},
+				"constraints": map[string]any{"accepts_image_url": false, "min_max_tokens": float64(200), "typical_response_seconds": nil},
+				"notes":       "",
+			},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET /v1/info mismatch (-want +got):\n%s", diff)
+	}
+	w = serve(s.Info, request("GET", "/v1/info", "", allTenants, nil))
+	var all upstream.Catalog
+	if err := json.Unmarshal(w.Body.Bytes(), &all); err != nil || len(all.Models) != 5 {
+		t.Fatalf("all models: %d, %v", len(all.Models), err)
+	}
+	// base_url_env is left out of the answer, not out of the catalog.
+	if got := cat.Models[0].Backends[0].BaseURLEnv; got != "local" {
+		t.Errorf("catalog BaseURLEnv = %q after GET /v1/info, want it kept", got)
+	}
+}

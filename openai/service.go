@@ -1,0 +1,116 @@
+// Package openai is the stateless, OpenAI-compatible /v1 family: chat
+// completions, the model list and the model catalog. (Embeddings, images and
+// audio join it in files of their own.)
+//
+// # POST /v1/chat/completions
+//
+// The body is an OpenAI chat-completions request, forwarded verbatim apart from
+// the rewrites of internal/preflight (model first, the injected system message,
+// attachments turned into content parts, max_tokens floored); unknown fields
+// pass through. With a GW-User-Id header, Config.Inject supplies the system
+// message (memory and prompts); without it nothing is injected. The answer is
+// relayed by internal/relay: JSON as the upstream sent it, or SSE chunk by
+// chunk; a fallback backend adds the backend_fallback notice; a floored
+// max_tokens adds gw-applied and x-rust-api-applied. Upstream errors answer
+// with their own codes (upstream_bad_request with the upstream's 4xx status,
+// upstream_error, upstream_timeout, upstream_unavailable, ...).
+//
+// # GET /v1/models
+//
+// An OpenAI model list, {"object":"list","data":[{"id","object":"model",
+// "created","owned_by"}]}, of the catalog's aliases (every kind) that the
+// tenant's allowlist allows, in catalog order. created is the time the Service
+// was made; owned_by is the model's family. The encoded list is cached for 60 s
+// per allowlist (Config.Clock), so catalog changes show within a minute.
+//
+// # GET /v1/info
+//
+// The ModelCatalog, {"models":[ModelInfo...],"notes"}, restricted to the aliases
+// the tenant's allowlist allows: the same aliases as /v1/models, so that the
+// spec's "list of exposed aliases" is one list, and a client choosing a model
+// from /v1/info never meets model_not_in_allowlist. Catalog-file-only fields
+// (base_url_env) are left out; kind is an additive field (DECISIONS 8 item 5).
+package openai
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Upstream sends the model calls. Required.
+	Upstream upstream.Upstream
+	// Catalog is the model catalog, with backend statuses. Required. The
+	// service only reads it; whoever updates it must not do so while requests
+	// run.
+	Catalog *upstream.Catalog
+	// Clock drives the /v1/models cache and the created times. Nil means
+	// clock.Wall.
+	Clock clock.Clock
+	// Store keeps the tenants' persisted cloud-consent grants (GW-Cloud-Consent
+	// ...;persist), bucket consent/grants shared with /c1. Nil means grants are
+	// not persisted: ;persist is ignored and only the header grants consent.
+	Store store.Store
+	// Logger logs service-level events. Nil discards them. Request-level lines
+	// go to the request's logger (httpx.Info), which carries the request id.
+	Logger *slog.Logger
+	// Inject returns the system message to put first in a chat of userID in
+	// tenantID (memory and prompts), "" for none. It is called only when the
+	// request has a GW-User-Id header, after the request passed its checks.
+	// An error that is not an *errcat.Error answers internal_error. Nil means
+	// no injection.
+	Inject func(ctx context.Context, tenantID, userID string) (string, error)
+	// KeepaliveInterval is the upstream silence after which a stream gets an
+	// SSE keepalive comment. 0 means relay.DefaultKeepalive (15 s); negative
+	// disables keepalives.
+	KeepaliveInterval time.Duration
+}
+
+// Service serves the /v1 chat, models and info endpoints. Its handler methods
+// are plain http.HandlerFuncs that expect the gateway's middleware to have run
+// (principal in the context, body limit, request info).
+type Service struct {
+	up        upstream.Upstream
+	catalog   *upstream.Catalog
+	clock     clock.Clock
+	logger    *slog.Logger
+	inject    func(ctx context.Context, tenantID, userID string) (string, error)
+	keepalive time.Duration
+	consents  preflight.Consents
+	created   int64 // the models' created time
+
+	mu     sync.Mutex
+	models map[string]cachedList // by allowlist key
+}
+
+// New returns a Service for cfg.
+func New(cfg Config) *Service {
+	s := &Service{
+		up:        cfg.Upstream,
+		catalog:   cfg.Catalog,
+		clock:     cfg.Clock,
+		logger:    cfg.Logger,
+		inject:    cfg.Inject,
+		keepalive: cfg.KeepaliveInterval,
+		models:    map[string]cachedList{},
+	}
+	if s.clock == nil {
+		s.clock = clock.Wall{}
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Store != nil {
+		s.consents = preflight.NewStoreConsents(cfg.Store, s.clock)
+	}
+	s.created = s.clock.Now().Unix()
+	return s
+}

@@ -1,0 +1,101 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// History is the conversation storage chat needs. The conversation family's
+// *conversation.Service (and *conversation.Repository) implements it.
+//
+// Messages are OpenAI chat message objects as JSON: {"role","content"} with
+// content a string or a parts array, plus "tool_calls" on an assistant reply
+// that called tools.
+type History interface {
+	// Load returns the stored messages of conversation id of user in tenant,
+	// oldest first, the conversation's system prompt (role system) first when
+	// one was stored. A conversation never stored returns (nil, nil). One of
+	// another user returns an *errcat.Error conversation_not_found; a store
+	// failure an *errcat.Error storage_error.
+	Load(ctx context.Context, tenant, user, id string) ([]json.RawMessage, error)
+	// Append stores msgs at the end of the conversation in one durable
+	// transaction, creating it for user when it does not exist, in which case a
+	// non-empty systemPrompt is stored first; systemPrompt is ignored for an
+	// existing conversation. Errors as Load's.
+	Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, systemPrompt string) error
+}
+
+// Config configures the chat family.
+type Config struct {
+	// History stores conversations; required.
+	History History
+	// Upstream reaches the models; required.
+	Upstream upstream.Upstream
+	// Catalog is the model catalog the Upstream routes by; required.
+	Catalog *upstream.Catalog
+	// Store holds the tenant configuration (default_model) and the consent
+	// grants read by the pre-flight checks; required.
+	Store store.Store
+	// Clock is the source of time. Nil means the wall clock.
+	Clock clock.Clock
+	// Logger logs events outside a request's own log line. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Consents holds the tenant's persisted cloud-consent grants for document
+	// attachments (GW-Cloud-Consent ...;persist). Nil means the grants kept in
+	// Store (preflight.NewStoreConsents), shared with /v1.
+	Consents preflight.Consents
+	// Keepalive is the upstream silence after which a stream gets an SSE
+	// keepalive comment. Zero means the relay's default (15 s); negative
+	// disables keepalives.
+	Keepalive time.Duration
+	// Inject returns the system message placed first in every /c1 request
+	// (tenant, scope and user prompts plus memory; DECISIONS section 6), or ""
+	// for none. It is always called on /c1. Nil injects nothing.
+	Inject func(ctx context.Context, tenantID, userID string) (string, error)
+}
+
+// Service serves POST /c1/chat.
+type Service struct {
+	history   History
+	upstream  upstream.Upstream
+	catalog   *upstream.Catalog
+	store     store.Store
+	clock     clock.Clock
+	log       *slog.Logger
+	consents  preflight.Consents
+	inject    func(ctx context.Context, tenantID, userID string) (string, error)
+	keepalive time.Duration
+}
+
+// New returns the chat service of cfg.
+func New(cfg Config) *Service {
+	s := &Service{
+		history:   cfg.History,
+		upstream:  cfg.Upstream,
+		catalog:   cfg.Catalog,
+		store:     cfg.Store,
+		clock:     cfg.Clock,
+		log:       cfg.Logger,
+		consents:  cfg.Consents,
+		inject:    cfg.Inject,
+		keepalive: cfg.Keepalive,
+	}
+	if s.clock == nil {
+		s.clock = clock.Wall{}
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.consents == nil && s.store != nil {
+		s.consents = preflight.NewStoreConsents(s.store, s.clock)
+	}
+	return s
+}

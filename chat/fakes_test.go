@@ -1,0 +1,282 @@
+package chat_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/chat"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/conversation"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/store/memstore"
+	"github.com/chatgw/gateway/upstream"
+	"github.com/julienschmidt/httprouter"
+)
+
+// The conversation family's service is the History of these tests, as the root
+// wires it; chat itself never imports conversation.
+var _ chat.History = (*conversation.Service)(nil)
+
+// fakeUpstream records every call and answers with reply (the default answers
+// "reply <n>" as SSE or JSON, as the request asked).
+type fakeUpstream struct {
+	mu    sync.Mutex
+	calls []upstream.Request
+	reply func(n int, req *upstream.Request) (*upstream.Response, error)
+}
+
+func (f *fakeUpstream) Do(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
+	f.mu.Lock()
+	c := *req
+	c.Body = append([]byte(nil), req.Body...)
+	f.calls = append(f.calls, c)
+	n := len(f.calls)
+	reply := f.reply
+	f.mu.Unlock()
+	if reply == nil {
+		reply = textReply
+	}
+	return reply(n, req)
+}
+
+// Calls returns the recorded calls.
+func (f *fakeUpstream) Calls() []upstream.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]upstream.Request(nil), f.calls...)
+}
+
+// lastBody returns the JSON body of the last call, decoded.
+func (f *fakeUpstream) lastBody(t *testing.T) map[string]any {
+	t.Helper()
+	calls := f.Calls()
+	if len(calls) == 0 {
+		t.Fatal("upstream was not called")
+	}
+	var m map[string]any
+	if err := json.Unmarshal(calls[len(calls)-1].Body, &m); err != nil {
+		t.Fatalf("upstream body %s: %v", calls[len(calls)-1].Body, err)
+	}
+	return m
+}
+
+// textReply answers "reply <n>", streamed in two deltas or as one completion.
+func textReply(n int, req *upstream.Request) (*upstream.Response, error) {
+	text := fmt.Sprint("reply ", n)
+	if req.Stream {
+		return sseResponse(
+			chunk(`{"role":"assistant","content":""}`, ""),
+			chunk(fmt.Sprintf(`{"content":%q}`, text[:3]), ""),
+			chunk(fmt.Sprintf(`{"content":%q}`, text[3:]), ""),
+			chunk(`{}`, "stop"),
+		), nil
+	}
+	return jsonResponse(completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, text))), nil
+}
+
+func chunk(delta, finish string) string {
+	fr := "null"
+	if finish != "" {
+		fr = fmt.Sprintf("%q", finish)
+	}
+	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"lm","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`, delta, fr)
+}
+
+func completion(message string) string {
+	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"lm","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, message)
+}
+
+func sseResponse(chunks ...string) *upstream.Response {
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString("data: " + c + "\n\n")
+	}
+	b.WriteString("data: [DONE]\n\n")
+	return &upstream.Response{
+		StatusCode: 200,
+		Header:     http.Header{"Content-Type": {"text/event-stream"}},
+		Body:       io.NopCloser(strings.NewReader(b.String())),
+		Provider:   "local",
+	}
+}
+
+func jsonResponse(body string) *upstream.Response {
+	return &upstream.Response{
+		StatusCode: 200,
+		Header:     http.Header{"Content-Type": {"application/json"}},
+		Body:       io.NopCloser(strings.NewReader(body)),
+		Provider:   "local",
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// testCatalog has the scout chain, a text-only alias and a reasoning alias.
+func testCatalog() *upstream.Catalog {
+	chatModel := func(alias string, imageIn bool, minMax *int, providers ...string) upstream.ModelInfo {
+		m := upstream.ModelInfo{
+			Alias: alias, Kind: upstream.KindChat, ContextWindow: 32000,
+			Modalities: upstream.Modalities{TextIn: true, TextOut: true, ImageIn: imageIn},
+			Tools:      true, JSONMode: true,
+			Constraints: upstream.Constraints{MinMaxTokens: minMax},
+		}
+		for _, p := range providers {
+			m.Backends = append(m.Backends, upstream.BackendInfo{Provider: p, RouterAlias: alias + "@" + p, Status: upstream.StatusAvailable})
+		}
+		return m
+	}
+	return &upstream.Catalog{Models: []upstream.ModelInfo{
+		chatModel("lm-4-scout", true, nil, "local", "cloudA", "cloudB"),
+		chatModel("lm-4-scout-local", true, nil, "local"),
+		chatModel("lm-4-scout-cloudA", true, nil, "cloudA"),
+		chatModel("lm-4-scout-cloudB", true, nil, "cloudB"),
+		chatModel("lm-text", false, nil, "local"),
+		chatModel("lm-reason", false, ptr(200), "local"),
+	}}
+}
+
+// env is a chat service over a memstore and a fake upstream, with the
+// conversation service for reading back, served by a router whose stand-in
+// middleware takes the tenant from X-Test-Tenant (default t1).
+type env struct {
+	st    *memstore.Store
+	up    *fakeUpstream
+	conv  *conversation.Service
+	chat  *chat.Service
+	h     http.Handler
+	clock *clock.Fake
+}
+
+type envOption func(*env, *chat.Config)
+
+func withHistory(h chat.History) envOption {
+	return func(_ *env, c *chat.Config) { c.History = h }
+}
+
+func withInject(f func(tenant, user string) (string, error)) envOption {
+	return func(e *env, c *chat.Config) {
+		c.Inject = func(_ context.Context, tenant, user string) (string, error) { return f(tenant, user) }
+	}
+}
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	e := &env{st: memstore.New(), up: &fakeUpstream{}, clock: clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))}
+	t.Cleanup(func() { e.st.Close() })
+	e.conv = conversation.New(conversation.Config{Store: e.st, Clock: e.clock})
+	cfg := chat.Config{History: e.conv, Upstream: e.up, Catalog: testCatalog(), Store: e.st, Clock: e.clock}
+	for _, o := range opts {
+		o(e, &cfg)
+	}
+	e.chat = chat.New(cfg)
+	r := httprouter.New()
+	r.Handler("POST", "/c1/chat", withPrincipal(e.chat))
+	r.Handler("GET", "/c1/conversations/:id", withPrincipal(http.HandlerFunc(e.conv.HandleGet)))
+	e.h = r
+	return e
+}
+
+func withPrincipal(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant := r.Header.Get("X-Test-Tenant")
+		if tenant == "" {
+			tenant = "t1"
+		}
+		p := &auth.Principal{Tenant: &auth.Tenant{ID: tenant}, Role: auth.RoleMember}
+		p.Tenant.Settings.CloudDocConsent = r.Header.Get("X-Test-Consent") == "on"
+		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
+	})
+}
+
+// post sends body to POST /c1/chat as user (with extra header pairs).
+func (e *env) post(t *testing.T, user, body string, headers ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest("POST", "/c1/chat", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if user != "" {
+		req.Header.Set(httpx.HeaderUserID, user)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// history returns the stored conversation as GET /c1/conversations/:id shows
+// it to user, or nil on 404.
+func (e *env) history(t *testing.T, tenant, user, id string) []any {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/c1/conversations/"+id, nil)
+	req.Header.Set("X-Test-Tenant", tenant)
+	req.Header.Set(httpx.HeaderUserID, user)
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code == 404 {
+		return nil
+	}
+	var body struct {
+		Messages []any `json:"messages"`
+	}
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+		t.Fatalf("GET %s = %d %s", id, rec.Code, rec.Body)
+	}
+	return body.Messages
+}
+
+// sseEvent is one event of a recorded stream.
+type sseEvent struct {
+	Name, Data string
+}
+
+// parseSSE splits a recorded stream into events (comments dropped).
+func parseSSE(t *testing.T, body string) []sseEvent {
+	t.Helper()
+	var evs []sseEvent
+	for _, block := range strings.Split(strings.TrimSpace(body), "\n\n") {
+		var ev sseEvent
+		for _, line := range strings.Split(block, "\n") {
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev.Name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.Data += strings.TrimPrefix(line, "data: ")
+			}
+		}
+		if ev.Name != "" || ev.Data != "" {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+func errorOf(t *testing.T, body []byte) (code, param string) {
+	t.Helper()
+	var env struct {
+		Error struct {
+			Code  string  `json:"code"`
+			Param *string `json:"param"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatalf("error body %q: %v", body, err)
+	}
+	if env.Error.Param != nil {
+		param = *env.Error.Param
+	}
+	return env.Error.Code, param
+}
+
+func msg(role, content string) map[string]any {
+	return map[string]any{"role": role, "content": content}
+}

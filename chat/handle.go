@@ -1,0 +1,273 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/tenantconfig"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// upstreamBody is the OpenAI chat-completions request built for a turn.
+type upstreamBody struct {
+	Model          string            `json:"model"`
+	Messages       []json.RawMessage `json:"messages"`
+	Stream         bool              `json:"stream"`
+	MaxTokens      *int32            `json:"max_tokens,omitempty"`
+	Temperature    *float64          `json:"temperature,omitempty"`
+	Tools          json.RawMessage   `json:"tools,omitempty"`
+	ToolChoice     json.RawMessage   `json:"tool_choice,omitempty"`
+	ResponseFormat json.RawMessage   `json:"response_format,omitempty"`
+	Attachments    json.RawMessage   `json:"attachments,omitempty"`
+}
+
+// turn is one request: its checked body and what it resolved to.
+type turn struct {
+	q                *chatRequest
+	images           []imageRef
+	tenant, user, id string
+	ephemeral        bool
+	stream           bool
+	alias            string
+	newSystemPrompt  string          // stored with the turn when the conversation is new
+	userMsg          json.RawMessage // the current user message, stored with the reply
+	trimmed          bool            // history was left out by keep_last_turns
+}
+
+// ServeHTTP serves POST /c1/chat.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t, err := readTurn(w, r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	pf, err := s.prepare(r, t)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	resp, err := s.upstream.Do(r.Context(), &upstream.Request{
+		Alias:     t.alias,
+		Path:      "/chat/completions",
+		Body:      pf.Body,
+		Stream:    t.stream,
+		RequestID: httpx.InfoFrom(r.Context()).RequestID,
+	})
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var notices []relay.Notice
+	if t.trimmed {
+		notices = append(notices, relay.Notice{Code: relay.NoticeHistoryTrimmed, Message: fmt.Sprintf(
+			"Only the last %d turns of the conversation's history were sent to the model (keep_last_turns); the full history is kept.", *t.q.KeepLastTurns)})
+	}
+	if resp.Fallback {
+		notices = append(notices, relay.BackendFallback(resp))
+	}
+	s.relay(w, r, resp, t, relay.Options{
+		Stream:    t.stream,
+		Notices:   notices,
+		Applied:   pf.Applied(),
+		Model:     t.alias,
+		Clock:     s.clock,
+		Keepalive: s.keepalive,
+	})
+}
+
+// readTurn decodes and checks the request and settles the conversation id,
+// which it sends back in the response headers as soon as it is known.
+func readTurn(w http.ResponseWriter, r *http.Request) (*turn, error) {
+	p := auth.FromContext(r.Context())
+	if p == nil || p.Tenant == nil {
+		return nil, errcat.Internal(errors.New("chat: no principal"))
+	}
+	t := &turn{tenant: p.Tenant.ID, user: httpx.UserID(r)}
+	if t.user == "" {
+		// The root's route rule answers this before the handler runs; checked
+		// again because a conversation must have an owner.
+		return nil, errcat.New(errcat.MissingField, "headers.gw-user-id", "The GW-User-Id header is required.")
+	}
+	if hid, err := headerConversationID(r); err == nil && hid != "" {
+		setConversationHeaders(w, hid)
+	}
+	var err error
+	if t.q, err = decodeRequest(r); err != nil {
+		return nil, err
+	}
+	if t.id, err = conversationID(r, t.q.ConversationID); err != nil {
+		return nil, err
+	}
+	if t.id != "" {
+		setConversationHeaders(w, t.id)
+	}
+	if t.images, err = t.q.validate(); err != nil {
+		return nil, err
+	}
+	if t.id == "" {
+		t.id = newUUID()
+		setConversationHeaders(w, t.id)
+	}
+	t.ephemeral = t.q.Ephemeral != nil && *t.q.Ephemeral
+	t.stream = t.q.Stream == nil || *t.q.Stream
+	return t, nil
+}
+
+// prepare resolves the alias, loads the history and builds the upstream body,
+// checked and rewritten by the shared pre-flight checks.
+func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
+	ctx := r.Context()
+	tenant := auth.FromContext(ctx).Tenant
+	cfg, err := tenantconfig.Load(ctx, s.store, tenant)
+	if err != nil {
+		return nil, errcat.Storage(fmt.Errorf("chat: tenant config: %w", err))
+	}
+	q := t.q
+	t.alias = resolveAlias(q.Model, q.Provider, cfg.DefaultModel)
+	history, err := s.history.Load(ctx, t.tenant, t.user, t.id)
+	if err != nil {
+		return nil, err
+	}
+	if len(history) == 0 && q.SystemPrompt != nil && *q.SystemPrompt != "" {
+		t.newSystemPrompt = *q.SystemPrompt
+		history = []json.RawMessage{systemMessage(t.newSystemPrompt)}
+	}
+	var sent []json.RawMessage
+	sent, t.trimmed = trimHistory(history, q.KeepLastTurns)
+	if t.userMsg, err = userMessage(q.Message, t.images); err != nil {
+		return nil, errcat.Internal(err)
+	}
+	body, err := json.Marshal(upstreamBody{
+		Model:          t.alias,
+		Messages:       append(sent[:len(sent):len(sent)], t.userMsg),
+		Stream:         t.stream,
+		MaxTokens:      q.MaxTokens,
+		Temperature:    q.Temperature,
+		Tools:          nonNull(q.Tools),
+		ToolChoice:     nonNull(q.ToolChoice),
+		ResponseFormat: nonNull(q.ResponseFormat),
+		Attachments:    nonNull(q.Attachments),
+	})
+	if err != nil {
+		return nil, errcat.Internal(err)
+	}
+	pf, err := preflight.Check(ctx, &preflight.Request{
+		Body:         body,
+		Tenant:       tenant,
+		Catalog:      s.catalog,
+		ParamPrefix:  "body.",
+		System:       s.system(t.tenant, t.user),
+		CloudConsent: r.Header.Get(preflight.HeaderCloudConsent),
+		Consents:     s.consents,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !isNull(q.Attachments) {
+		// The attachments became parts of the current user message: store the
+		// message as the model saw it.
+		if t.userMsg, err = lastMessage(pf.Body); err != nil {
+			return nil, errcat.Internal(err)
+		}
+	}
+	return pf, nil
+}
+
+// relay sends the answer and persists the turn before acknowledging it: a JSON
+// answer is written after the commit, a stream's notices and data: [DONE] are
+// sent after it. A failed commit answers storage_error instead (the JSON error
+// envelope, or a gw.error event ending the stream). An answer that did not
+// complete stores nothing.
+func (s *Service) relay(w http.ResponseWriter, r *http.Request, resp *upstream.Response, t *turn, opts relay.Options) {
+	if t.ephemeral {
+		relay.Response(w, r, resp, opts)
+		return
+	}
+	var capture relay.Capture
+	opts.Capture = &capture
+	hw := newHoldWriter(w)
+	res := relay.Response(hw, r, resp, opts)
+	if !res.Complete {
+		// Failed or cut: nothing is stored. What the relay reported (a JSON
+		// error, or a stream ended by gw.error) has already passed through.
+		hw.discard()
+		return
+	}
+	err := s.history.Append(r.Context(), t.tenant, t.user, t.id,
+		[]json.RawMessage{t.userMsg, assistantMessage(&capture)}, t.newSystemPrompt)
+	if err != nil {
+		hw.discard()
+		e := errcat.As(err)
+		if e.Code != errcat.StorageError && e.Code != errcat.ConversationNotFound {
+			e = errcat.Storage(err)
+		}
+		if res.Stream {
+			httpx.InfoFrom(r.Context()).Err = e
+			relay.NewSSE(headerlessWriter{w}).Error(e)
+			return
+		}
+		httpx.WriteError(w, r, e)
+		return
+	}
+	if err := hw.release(); err != nil {
+		httpx.InfoFrom(r.Context()).Logger.Warn("chat: acknowledgement not delivered after commit", "error", err)
+	}
+}
+
+// system returns the pre-flight hook that injects memory and prompts.
+func (s *Service) system(tenant, user string) func(context.Context) (string, error) {
+	if s.inject == nil {
+		return nil
+	}
+	return func(ctx context.Context) (string, error) {
+		text, err := s.inject(ctx, tenant, user)
+		if err != nil {
+			return "", errcat.As(err)
+		}
+		return text, nil
+	}
+}
+
+// assistantMessage is the captured reply as a stored message: content (a
+// string; "" when the reply only called tools) and tool_calls in OpenAI's shape.
+func assistantMessage(c *relay.Capture) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role      string           `json:"role"`
+		Content   string           `json:"content"`
+		ToolCalls []relay.ToolCall `json:"tool_calls,omitempty"`
+	}{"assistant", c.Content, c.ToolCalls})
+	return b
+}
+
+// lastMessage returns the last message of an OpenAI request body.
+func lastMessage(body []byte) (json.RawMessage, error) {
+	var b struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil || len(b.Messages) == 0 {
+		return nil, fmt.Errorf("chat: rewritten body has no messages: %v", err)
+	}
+	return b.Messages[len(b.Messages)-1], nil
+}
+
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if isNull(raw) {
+		return nil
+	}
+	return raw
+}
+
+// headerlessWriter writes an event into a stream whose headers were sent.
+type headerlessWriter struct{ http.ResponseWriter }
+
+func (headerlessWriter) WriteHeader(int)               {}
+func (headerlessWriter) Header() http.Header           { return http.Header{} }
+func (h headerlessWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }

@@ -1,0 +1,179 @@
+// Package conversation owns the /c1 conversation storage and serves
+// GET /c1/conversations, GET /c1/conversations/:id and
+// DELETE /c1/conversations/:id.
+//
+// # Storage layout
+//
+// All buckets are prefixed conv/. A key component written str(x) is x encoded
+// with store.AppendString, so a prefix of whole components never matches another
+// tenant's, user's or conversation's keys, whatever bytes the ids hold.
+//
+//	conv/meta       str(tenant) str(id)                 -> meta (JSON): user_id, message_count, next_seq, created, last_updated
+//	conv/msg        str(tenant) str(id) seq (8 bytes BE) -> one message, an OpenAI chat message object (JSON)
+//	conv/by-user    str(tenant) str(user) inv id         -> summary (message_count, last_updated, user_id)
+//	conv/by-tenant  str(tenant) inv id                   -> summary
+//
+// inv is MaxUint64 minus last_updated in Unix nanoseconds (8 bytes big-endian),
+// so an ascending scan of an index lists newest first. Appending a turn reads and
+// writes only the conversation's own meta record, its new message keys and its
+// two index entries (the old ones are deleted, the new ones written), all in one
+// group-committed transaction; loading a history is one prefix scan of conv/msg;
+// a list page is one prefix scan of an index that reads only the skipped and
+// returned entries; delete removes messages, meta and index entries in one
+// transaction.
+//
+// # System prompt
+//
+// The system_prompt of a conversation's first persisted turn is stored as its
+// first message (role system, sequence 0). It is therefore part of the history
+// that GET /c1/conversations/:id returns (StoredMessage allows role system), it
+// counts in message_count, and DELETE counts it among the deleted messages.
+//
+// # Identity
+//
+// A conversation belongs to the end user (GW-User-Id) of its first persisted
+// turn. Another user's conversation answers like an unknown one: 404
+// conversation_not_found on GET, {"deleted":0} on DELETE. A request without
+// GW-User-Id (the root lets only a tenant_admin omit it) gets the tenant-wide
+// view. Tenants never see each other's conversations: every key starts with the
+// tenant.
+package conversation
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/store"
+)
+
+// Page-size limits of GET /c1/conversations.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Config configures the conversation family.
+type Config struct {
+	// Store holds the conversations; required.
+	Store store.Store
+	// Clock stamps last_updated. Nil means the wall clock.
+	Clock clock.Clock
+}
+
+// Service serves the conversation endpoints. Its embedded *Repository is the
+// storage API; *Service therefore also satisfies chat.History (Load, Append) and
+// is passed to chat.Config.History as it is.
+type Service struct {
+	*Repository
+}
+
+// New returns the conversation service over cfg.Store.
+func New(cfg Config) *Service {
+	return &Service{Repository: NewRepository(cfg.Store, cfg.Clock)}
+}
+
+// summaryJSON is a ConversationSummary on the wire.
+type summaryJSON struct {
+	ConversationID string `json:"conversation_id"`
+	MessageCount   int64  `json:"message_count"`
+	LastUpdated    string `json:"last_updated"`
+	UserID         string `json:"user_id"`
+}
+
+type listJSON struct {
+	Object  string        `json:"object"`
+	Data    []summaryJSON `json:"data"`
+	Limit   int           `json:"limit"`
+	Offset  int           `json:"offset"`
+	HasMore bool          `json:"has_more"`
+}
+
+// HandleList serves GET /c1/conversations?limit=&offset=: the caller's
+// conversations (the tenant's without GW-User-Id), newest last_updated first, as
+// {"object":"list","data":[ConversationSummary...],"limit","offset","has_more"}.
+// limit defaults to 50 and must be 1..500, offset >= 0; otherwise 400
+// invalid_field query.limit / query.offset.
+func (s *Service) HandleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), q.Has("limit"), "limit", DefaultLimit, 1, MaxLimit)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	offset, err := intParam(q.Get("offset"), q.Has("offset"), "offset", 0, 0, -1)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	page, more, err := s.List(r.Context(), tenantOf(r), httpx.UserID(r), limit, offset)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := listJSON{Object: "list", Data: make([]summaryJSON, len(page)), Limit: limit, Offset: offset, HasMore: more}
+	for i, c := range page {
+		out.Data[i] = summaryJSON{
+			ConversationID: c.ID,
+			MessageCount:   c.MessageCount,
+			LastUpdated:    c.LastUpdated.UTC().Format(time.RFC3339),
+			UserID:         c.UserID,
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// HandleGet serves GET /c1/conversations/:id:
+// {"conversation_id","user_id","messages":[StoredMessage...]}, the messages as
+// stored (content a string or a parts array; assistant tool_calls in the OpenAI
+// shape). Unknown, or another user's: 404 conversation_not_found.
+func (s *Service) HandleGet(w http.ResponseWriter, r *http.Request) {
+	c, err := s.Get(r.Context(), tenantOf(r), httpx.UserID(r), httpx.Param(r, "id"))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		ConversationID string `json:"conversation_id"`
+		UserID         string `json:"user_id"`
+		Messages       any    `json:"messages"`
+	}{c.ID, c.UserID, c.Messages})
+}
+
+// HandleDelete serves DELETE /c1/conversations/:id: {"deleted":N}, N the number
+// of stored messages removed; 0 for an unknown id or another user's.
+func (s *Service) HandleDelete(w http.ResponseWriter, r *http.Request) {
+	n, err := s.Delete(r.Context(), tenantOf(r), httpx.UserID(r), httpx.Param(r, "id"))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]int64{"deleted": n})
+}
+
+func tenantOf(r *http.Request) string {
+	if p := auth.FromContext(r.Context()); p != nil && p.Tenant != nil {
+		return p.Tenant.ID
+	}
+	return ""
+}
+
+// intParam parses query parameter name: absent gives def; not an integer, below
+// lo, or above hi (hi < 0: no upper bound) gives invalid_field query.<name>.
+func intParam(raw string, present bool, name string, def, lo, hi int) (int, error) {
+	if !present {
+		return def, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < lo || (hi >= 0 && n > hi) {
+		if hi >= 0 {
+			return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer from %d to %d.", name, lo, hi)
+		}
+		return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer of at least %d.", name, lo)
+	}
+	return n, nil
+}

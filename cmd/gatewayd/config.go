@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/sethvargo/go-envconfig"
+)
+
+// config is gatewayd's configuration: each field is read from its GATEWAY_*
+// variable and may be overridden by the flag of the same name in lower case with
+// dashes (GATEWAY_DATA_DIR -> -data-dir).
+type config struct {
+	Addr             string        `env:"ADDR, default=127.0.0.1:8080" help:"listen address"`
+	DataDir          string        `env:"DATA_DIR, default=./data" help:"directory of the bbolt file gateway.db"`
+	TokensFile       string        `env:"TOKENS_FILE" help:"token catalog file (required unless -dev)"`
+	ModelsFile       string        `env:"MODELS_FILE" help:"model catalog override (default: built-in)"`
+	AgentsDir        string        `env:"AGENTS_DIR" help:"directory of agent files"`
+	LocalURL         string        `env:"LOCAL_URL, default=http://127.0.0.1:11434/v1" help:"local OpenAI-compatible backend base URL; empty: unconfigured"`
+	CloudAURL        string        `env:"CLOUDA_URL" help:"cloud host A base URL (ending in /v1)"`
+	CloudAAPIKey     string        `env:"CLOUDA_API_KEY" help:"cloud host A API key"`
+	CloudBURL        string        `env:"CLOUDB_URL" help:"cloud host B base URL (ending in /v1)"`
+	CloudBAPIKey     string        `env:"CLOUDB_API_KEY" help:"cloud host B API key"`
+	RouterURL        string        `env:"ROUTER_URL" help:"external OpenAI-compatible model router; every model call goes there"`
+	RatePerSecond    float64       `env:"RATE_PER_SECOND, default=1" help:"per-token rate limit, requests per second"`
+	RateBurst        int           `env:"RATE_BURST, default=30" help:"per-token rate limit burst"`
+	BodyLimitBytes   int64         `env:"BODY_LIMIT_BYTES, default=33554432" help:"request body limit in bytes"`
+	UpstreamTimeout  time.Duration `env:"UPSTREAM_TIMEOUT, default=600s" help:"total upstream time-out"`
+	FirstByteTimeout time.Duration `env:"FIRST_BYTE_TIMEOUT, default=120s" help:"per-attempt wait for the first byte before the next backend"`
+	CodingAgentCmd   string        `env:"CODING_AGENT_CMD" help:"command that executes coding-agent runs; unset: disabled"`
+	Dev              bool          `help:"development mode: generated admin token, demo backend when none answers"`
+	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`
+}
+
+// loadConfig reads the environment through lookup, then the flags of args.
+func loadConfig(ctx context.Context, args []string, lookup func(string) (string, bool), out io.Writer) (*config, error) {
+	var c config
+	err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:   &c,
+		Lookuper: envconfig.PrefixLookuper("GATEWAY_", envconfig.LookuperFunc(lookup)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	c.ShutdownTimeout = 30 * time.Second
+	fs := flag.NewFlagSet("gatewayd", flag.ContinueOnError)
+	fs.SetOutput(out)
+	bindFlags(fs, &c)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return &c, nil
+}
+
+// bindFlags defines one flag per field, named after the field's variable, with
+// the value read from the environment as its default.
+func bindFlags(fs *flag.FlagSet, c *config) {
+	v := reflect.ValueOf(c).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := flagName(f)
+		help := f.Tag.Get("help")
+		if env, _, _ := strings.Cut(f.Tag.Get("env"), ","); env != "" {
+			help += " (GATEWAY_" + env + ")"
+		}
+		switch p := v.Field(i).Addr().Interface().(type) {
+		case *string:
+			fs.StringVar(p, name, *p, help)
+		case *bool:
+			fs.BoolVar(p, name, *p, help)
+		case *int:
+			fs.IntVar(p, name, *p, help)
+		case *int64:
+			fs.Int64Var(p, name, *p, help)
+		case *float64:
+			fs.Float64Var(p, name, *p, help)
+		case *time.Duration:
+			fs.DurationVar(p, name, *p, help)
+		}
+	}
+}
+
+// flagName is the lower-case, dashed form of the field's variable name
+// (DATA_DIR -> data-dir); fields without a variable use their Go name.
+func flagName(f reflect.StructField) string {
+	if env, _, _ := strings.Cut(f.Tag.Get("env"), ","); env != "" {
+		return strings.ToLower(strings.ReplaceAll(env, "_", "-"))
+	}
+	var b strings.Builder
+	for i, r := range f.Name {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('-')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToLower(b.String())
+}

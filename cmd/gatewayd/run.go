@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/chatgw/gateway"
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/internal/demo"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// run starts the gateway and serves until ctx is done, then shuts down cleanly:
+// in-flight requests finish (bounded by -shutdown-timeout) and the store is closed.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) error {
+	cfg, err := loadConfig(ctx, args, lookup, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	tokens, reload, err := tokenCatalog(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	catalog, err := modelCatalog(cfg)
+	if err != nil {
+		return err
+	}
+	backends := backendsOf(cfg)
+	if cfg.Dev {
+		stopDemo, err := maybeDemo(ctx, &backends, catalog, log)
+		if err != nil {
+			return err
+		}
+		defer stopDemo()
+	}
+	g, err := gateway.New(
+		gateway.WithDataDir(cfg.DataDir),
+		gateway.WithTokenCatalog(tokens),
+		gateway.WithCatalog(catalog),
+		gateway.WithBackends(backends),
+		gateway.WithLogger(log),
+		gateway.WithRateLimit(cfg.RatePerSecond, cfg.RateBurst),
+		gateway.WithBodyLimit(cfg.BodyLimitBytes),
+	)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	log.Info("gatewayd serving", "addr", base, "playground", base+"/playground", "errors", base+"/docs/errors")
+	fmt.Fprintf(stderr, "chatgw listening on %s (API %s/v1, playground %s/playground)\n", base, base, base)
+	go watchReload(ctx, reload, log)
+	return serve(ctx, ln, g, cfg.ShutdownTimeout, log)
+}
+
+// serve runs the HTTP server until ctx is done, then drains it.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("gatewayd shutting down", "grace", grace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// tokenCatalog loads the token file, or in -dev mode without one, makes a
+// tenant-admin token for tenant "dev" and prints it once.
+func tokenCatalog(cfg *config, stderr io.Writer) (gateway.TokenCatalog, func() error, error) {
+	if cfg.TokensFile != "" {
+		fc, err := auth.NewFileCatalog(cfg.TokensFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fc, fc.Reload, nil
+	}
+	if !cfg.Dev {
+		return nil, nil, errors.New("no token catalog: set GATEWAY_TOKENS_FILE (or -tokens-file), or run with -dev")
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	token := "dev-" + hex.EncodeToString(b)
+	cat := auth.MustStatic([]*auth.Tenant{{ID: "dev"}}, map[string]auth.StaticToken{token: {Tenant: "dev", Role: auth.RoleTenantAdmin}})
+	fmt.Fprintf(stderr, "dev mode: tenant-admin token for tenant \"dev\" (shown once):\n  %s\n", token)
+	return cat, nil, nil
+}
+
+// watchReload re-reads the token file on SIGHUP; a bad file keeps the old catalog.
+func watchReload(ctx context.Context, reload func() error, log *slog.Logger) {
+	if reload == nil {
+		return
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := reload(); err != nil {
+				log.Error("token catalog reload failed; keeping the old catalog", "error", err.Error())
+			} else {
+				log.Info("token catalog reloaded")
+			}
+		}
+	}
+}
+
+func modelCatalog(cfg *config) (*upstream.Catalog, error) {
+	if cfg.ModelsFile != "" {
+		return upstream.LoadCatalog(cfg.ModelsFile)
+	}
+	return upstream.DefaultCatalog()
+}
+
+func backendsOf(cfg *config) upstream.Backends {
+	return upstream.Backends{
+		LocalURL:         cfg.LocalURL,
+		CloudAURL:        cfg.CloudAURL,
+		CloudAAPIKey:     cfg.CloudAAPIKey,
+		CloudBURL:        cfg.CloudBURL,
+		CloudBAPIKey:     cfg.CloudBAPIKey,
+		RouterURL:        cfg.RouterURL,
+		FirstByteTimeout: cfg.FirstByteTimeout,
+		TotalTimeout:     cfg.UpstreamTimeout,
+	}
+}
+
+// maybeDemo starts the demo backend on a loopback port and makes it the local
+// backend when no local backend answers and no cloud host or router is set.
+func maybeDemo(ctx context.Context, b *upstream.Backends, cat *upstream.Catalog, log *slog.Logger) (func(), error) {
+	if b.CloudAURL != "" || b.CloudBURL != "" || b.RouterURL != "" || reachable(ctx, b.LocalURL) {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo backend: %w", err)
+	}
+	srv := &http.Server{Handler: demo.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	b.LocalURL = "http://" + ln.Addr().String()
+	cat.Notes = "DEMO MODE: no backend answered, so chats are served by chatgw's built-in deterministic demo backend. " + cat.Notes
+	log.Warn("no backend answered: serving chats from the built-in DEMO backend (dev mode only)", "demo_url", b.LocalURL)
+	return func() { srv.Close() }, nil
+}
+
+// reachable reports whether anything answers HTTP at base within a second.
+func reachable(ctx context.Context, base string) bool {
+	if base == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/models", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return true
+}

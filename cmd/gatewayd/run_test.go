@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// syncBuffer is a bytes.Buffer safe to write from the server and read from the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadConfigFlagWinsOverEnv(t *testing.T) {
+	env := envOf(map[string]string{"GATEWAY_ADDR": "127.0.0.1:9", "GATEWAY_DATA_DIR": "/env", "GATEWAY_RATE_BURST": "7", "GATEWAY_LOCAL_URL": ""})
+	c, err := loadConfig(context.Background(), []string{"-data-dir", "/flag", "-first-byte-timeout", "3s", "-dev"}, env, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{c.Addr, c.DataDir, c.RateBurst, c.LocalURL, c.FirstByteTimeout, c.UpstreamTimeout, c.Dev, c.BodyLimitBytes}
+	want := []any{"127.0.0.1:9", "/flag", 7, "", 3 * time.Second, 600 * time.Second, true, int64(33554432)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	c, err := loadConfig(context.Background(), nil, envOf(nil), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{c.Addr, c.DataDir, c.LocalURL, c.RatePerSecond, c.RateBurst}
+	want := []any{"127.0.0.1:8080", "./data", "http://127.0.0.1:11434/v1", 1.0, 30}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunRefusesWithoutTokens(t *testing.T) {
+	err := run(context.Background(), []string{"-data-dir", t.TempDir()}, envOf(nil), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "GATEWAY_TOKENS_FILE") {
+		t.Fatalf("run = %v, want refusal naming GATEWAY_TOKENS_FILE", err)
+	}
+}
+
+func TestRunRefusesBadTokenFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	os.WriteFile(path, []byte("{\n\"tenants\": [],\n\"tokens\": [{\"token\": \"a\", \"tenant\": \"nope\"}]\n}"), 0o600)
+	err := run(context.Background(), []string{"-data-dir", t.TempDir(), "-tokens-file", path}, envOf(nil), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "tokens.json:3") {
+		t.Fatalf("run = %v, want an error naming tokens.json:3", err)
+	}
+}
+
+// startDev runs gatewayd -dev on a free port and returns its base URL and token.
+func startDev(t *testing.T, args ...string) (base, token string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	args = append([]string{"-dev", "-addr", "127.0.0.1:0", "-data-dir", t.TempDir(), "-local-url", ""}, args...)
+	go func() { done <- run(ctx, args, envOf(nil), out) }()
+	addrRE := regexp.MustCompile(`listening on (http://\S+) `)
+	tokRE := regexp.MustCompile(`\n  (dev-[0-9a-f]+)\n`)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		s := out.String()
+		if m := addrRE.FindStringSubmatch(s); m != nil {
+			tm := tokRE.FindStringSubmatch(s)
+			if tm == nil {
+				t.Fatalf("no token printed: %s", s)
+			}
+			return m[1], tm[1], func() error { cancel(); return <-done }
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run ended: %v\n%s", err, s)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("gatewayd did not start: %s", out.String())
+	return "", "", nil
+}
+
+func TestDevModeServesAndStopsCleanly(t *testing.T) {
+	base, token, stop := startDev(t)
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("healthz = %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || body["object"] != "list" {
+		t.Errorf("/v1/models with the dev token = %d %v", resp.StatusCode, body)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}

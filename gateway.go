@@ -1,0 +1,177 @@
+// Package gateway is chatgw, an OpenAI-compatible chat gateway for language models,
+// as an embeddable library: New returns a *Gateway, an http.Handler that serves the
+// whole API (/v1, /c1 and the public endpoints) and must be closed with Close.
+//
+// Everything pluggable is an interface re-exported here (Store, Upstream,
+// TokenCatalog, Clock); each option documents its default. Two gateways in one
+// process share nothing.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/chatgw/gateway/chat"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/conversation"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/apidocs"
+	"github.com/chatgw/gateway/internal/ratelimit"
+	"github.com/chatgw/gateway/memory"
+	"github.com/chatgw/gateway/openai"
+	"github.com/chatgw/gateway/store/boltstore"
+	"github.com/chatgw/gateway/tenantconfig"
+	"github.com/chatgw/gateway/tools"
+	"github.com/chatgw/gateway/upstream"
+	"github.com/julienschmidt/httprouter"
+)
+
+// Version is the API version of the interface description.
+const Version = "0.1.0"
+
+// Gateway is the chat gateway. It is safe for concurrent use.
+type Gateway struct {
+	cfg     config
+	router  *httprouter.Router
+	limiter *ratelimit.Limiter
+	catalog *upstream.Catalog // with backend statuses, as /v1/info shows it
+	log     *slog.Logger
+
+	errorsJSON http.Handler
+	errorsHTML http.Handler
+
+	apidocs *apidocs.Docs
+	openai  *openai.Service
+	images  *openai.Images
+	chat    *chat.Service
+	conv    *conversation.Service
+	mem     *memory.Service
+	tenants *tenantconfig.Service
+	tools   *tools.Registry
+
+	closeOnce sync.Once
+	closers   []func() error
+}
+
+// New builds a gateway from the options. It fails when an option is invalid,
+// no TokenCatalog is given, or the default store cannot be opened.
+func New(opts ...Option) (*Gateway, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.tokens == nil {
+		return nil, errors.New("gateway: no token catalog: use WithTokenCatalog")
+	}
+	g := &Gateway{cfg: cfg, errorsJSON: errcat.CatalogHandler(), errorsHTML: errcat.DocsHandler()}
+	if err := g.wire(); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// wire fills the defaults that need work and builds the families and the router.
+func (g *Gateway) wire() error {
+	c := &g.cfg
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	g.log = c.logger
+	if c.clock == nil {
+		c.clock = clock.Wall{}
+	}
+	if c.catalog == nil {
+		cat, err := upstream.DefaultCatalog()
+		if err != nil {
+			return fmt.Errorf("gateway: built-in model catalog: %w", err)
+		}
+		c.catalog = cat
+	}
+	g.catalog = c.catalog.WithStatus(c.backends)
+	if c.store == nil {
+		db, err := boltstore.Open(filepath.Join(c.dataDir, "gateway.db"))
+		if err != nil {
+			return fmt.Errorf("gateway: open store: %w", err)
+		}
+		c.store = db
+		g.closers = append(g.closers, db.Close)
+	}
+	if c.upstream == nil {
+		r, err := upstream.NewRouter(c.catalog, c.backends, upstream.WithLogger(c.logger))
+		if err != nil {
+			return fmt.Errorf("gateway: upstream router: %w", err)
+		}
+		c.upstream = r
+		g.closers = append(g.closers, r.Close)
+	}
+	g.limiter = ratelimit.New(c.clock, c.rate)
+	if err := g.wireFamilies(); err != nil {
+		return err
+	}
+	g.router = g.buildRouter(g.routes())
+	return nil
+}
+
+// wireFamilies builds the API families over the shared store, clock and upstream.
+func (g *Gateway) wireFamilies() error {
+	c := &g.cfg
+	g.apidocs = apidocs.New(Version)
+	g.mem = memory.New(memory.Config{Store: c.store, Clock: c.clock})
+	g.tenants = tenantconfig.NewService(c.store, g.catalog)
+	reg, err := tools.NewRegistry(append(g.mem.Tools(), tools.CurrentTime(c.clock))...)
+	if err != nil {
+		return fmt.Errorf("gateway: tool registry: %w", err)
+	}
+	g.tools = reg
+	g.openai = openai.New(openai.Config{
+		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
+		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
+	})
+	g.images = openai.NewImages(openai.ImagesConfig{Upstream: c.upstream, Catalog: g.catalog, Store: c.store, Clock: c.clock, Logger: c.logger})
+	g.startPurger()
+	g.conv = conversation.New(conversation.Config{Store: c.store, Clock: c.clock})
+	g.chat = chat.New(chat.Config{
+		History: g.conv, Upstream: c.upstream, Catalog: g.catalog, Store: c.store,
+		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContext,
+	})
+	return nil
+}
+
+// startPurger removes expired images in the background until Close, which
+// stops it before the store is closed (closers run in reverse order).
+func (g *Gateway) startPurger() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.images.RunPurger(ctx, time.Minute)
+	}()
+	g.closers = append(g.closers, func() error { cancel(); <-done; return nil })
+}
+
+// ServeHTTP serves the gateway's API.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.serve(w, r)
+}
+
+// Close releases what New opened (the default store's file lock). It is safe to
+// call more than once; in-flight requests should be drained first (http.Server's
+// Shutdown does that).
+func (g *Gateway) Close() error {
+	var err error
+	g.closeOnce.Do(func() {
+		for i := len(g.closers) - 1; i >= 0; i-- {
+			err = errors.Join(err, g.closers[i]())
+		}
+	})
+	return err
+}

@@ -1,0 +1,239 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chatgw/gateway"
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/store/memstore"
+	"github.com/chatgw/gateway/upstream"
+	"github.com/chatgw/gateway/upstream/upstreamtest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// env is one gateway over an in-memory store and a fake local backend, with
+// tokens admin (tenant_admin of acme), member (member of acme), beta (member of beta).
+type env struct {
+	srv  *httptest.Server
+	fake *upstreamtest.Server
+}
+
+func newEnv(t *testing.T, opts ...gateway.Option) *env {
+	t.Helper()
+	fake := upstreamtest.New(t)
+	tokens := auth.MustStatic(
+		[]*auth.Tenant{{ID: "acme"}, {ID: "beta"}},
+		map[string]auth.StaticToken{
+			"admin":  {Tenant: "acme", Role: auth.RoleTenantAdmin},
+			"member": {Tenant: "acme", Role: auth.RoleMember},
+			"beta":   {Tenant: "beta", Role: auth.RoleMember},
+		})
+	base := []gateway.Option{
+		gateway.WithStore(memstore.New()),
+		gateway.WithTokenCatalog(tokens),
+		gateway.WithBackends(upstream.Backends{LocalURL: fake.URL}),
+		gateway.WithLogger(slog.New(slog.DiscardHandler)),
+		gateway.WithRateLimit(1000, 1000),
+	}
+	g, err := gateway.New(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g)
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	return &env{srv: srv, fake: fake}
+}
+
+type call struct {
+	method, path, token, user, body string
+}
+
+func (e *env) do(t *testing.T, c call) (*http.Response, []byte) {
+	t.Helper()
+	var body io.Reader
+	if c.body != "" {
+		body = strings.NewReader(c.body)
+	}
+	req, err := http.NewRequest(c.method, e.srv.URL+c.path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.user != "" {
+		req.Header.Set("GW-User-Id", c.user)
+	}
+	if c.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// outcome is "<status> <code> <param>" for errors, "<status>" otherwise.
+func outcome(resp *http.Response, b []byte) string {
+	if resp.StatusCode < 400 {
+		return http.StatusText(resp.StatusCode)
+	}
+	var e struct {
+		Error struct {
+			Code  string  `json:"code"`
+			Param *string `json:"param"`
+		} `json:"error"`
+	}
+	json.Unmarshal(b, &e)
+	p := "null"
+	if e.Error.Param != nil {
+		p = *e.Error.Param
+	}
+	return http.StatusText(resp.StatusCode) + " " + e.Error.Code + " " + p
+}
+
+func TestRoutesScopesAndIdentity(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name string
+		call call
+		want string
+	}{
+		{"public index", call{method: "GET", path: "/"}, "OK"},
+		{"public health", call{method: "GET", path: "/healthz"}, "OK"},
+		{"public errors", call{method: "GET", path: "/errors"}, "OK"},
+		{"public errors html", call{method: "GET", path: "/docs/errors"}, "OK"},
+		{"public openapi", call{method: "GET", path: "/openapi.json"}, "OK"},
+		{"public playground", call{method: "GET", path: "/playground"}, "OK"},
+		{"docs unknown", call{method: "GET", path: "/docs/nope"}, "Not Found route_not_found null"},
+		{"memory needs user", call{method: "GET", path: "/v1/memory", token: "member"}, "Bad Request missing_field headers.gw-user-id"},
+		{"memory needs bearer", call{method: "GET", path: "/v1/memory", user: "u1"}, "Unauthorized missing_authorization headers.authorization"},
+		{"memory ok", call{method: "GET", path: "/v1/memory", token: "member", user: "u1"}, "OK"},
+		{"member cannot write tenant prompt", call{method: "PUT", path: "/v1/system-prompts/tenant", token: "member", user: "u1", body: `{"content":"x"}`}, "Forbidden forbidden null"},
+		{"member writes user prompt", call{method: "PUT", path: "/v1/system-prompts/user", token: "member", user: "u1", body: `{"content":"x"}`}, "OK"},
+		{"member reads config", call{method: "GET", path: "/v1/tenant/config", token: "member"}, "OK"},
+		{"member cannot write config", call{method: "PUT", path: "/v1/tenant/config", token: "member", body: `{"key":"default_model","value":"lm-4-scout"}`}, "Forbidden forbidden null"},
+		{"body user_id on memory", call{method: "POST", path: "/v1/memory", token: "member", user: "u1", body: `{"key":"k","value":"v","visibility":"private","user_id":"x"}`}, "Bad Request invalid_field body.user_id"},
+		{"query user_id on conversations", call{method: "GET", path: "/c1/conversations?user_id=x", token: "member", user: "u1"}, "Bad Request invalid_field query.user_id"},
+		{"admin tenant-wide conversations", call{method: "GET", path: "/c1/conversations", token: "admin"}, "OK"},
+		{"member needs user on conversations", call{method: "GET", path: "/c1/conversations", token: "member"}, "Bad Request missing_field headers.gw-user-id"},
+		{"c1 chat needs user even for admin", call{method: "POST", path: "/c1/chat", token: "admin", body: `{"message":"hi"}`}, "Bad Request missing_field headers.gw-user-id"},
+		{"tools inspect", call{method: "POST", path: "/v1/tools/execute", token: "member", body: `{"inspect":true}`}, "OK"},
+		{"unknown route", call{method: "GET", path: "/v2/nothing", token: "member"}, "Not Found route_not_found null"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, b := e.do(t, tt.call)
+			if got := outcome(resp, b); got != tt.want {
+				t.Errorf("%s %s = %q, want %q (%s)", tt.call.method, tt.call.path, got, tt.want, b)
+			}
+			if resp.Header.Get("X-Request-Id") == "" {
+				t.Error("no x-request-id")
+			}
+		})
+	}
+}
+
+func TestErrorCatalogEndpoint(t *testing.T) {
+	e := newEnv(t)
+	_, b := e.do(t, call{method: "GET", path: "/errors"})
+	var cat struct {
+		Version int               `json:"version"`
+		Count   int               `json:"count"`
+		Entries []json.RawMessage `json:"entries"`
+	}
+	if err := json.Unmarshal(b, &cat); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{1, 50, 50}, []int{cat.Version, cat.Count, len(cat.Entries)}); diff != "" {
+		t.Errorf("catalog version/count/entries mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestInjectionReachesUpstreamButNotHistory(t *testing.T) {
+	e := newEnv(t)
+	steps := []call{
+		{method: "PUT", path: "/v1/system-prompts/tenant", token: "admin", user: "u1", body: `{"content":"Be kind."}`},
+		{method: "POST", path: "/v1/memory", token: "member", user: "u1", body: `{"key":"name","value":"Alice","visibility":"private"}`},
+	}
+	for _, c := range steps {
+		if resp, b := e.do(t, c); resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, resp.StatusCode, b)
+		}
+	}
+	resp, b := e.do(t, call{method: "POST", path: "/c1/chat", token: "member", user: "u1", body: `{"message":"hi","stream":false,"conversation_id":"c1"}`})
+	if resp.StatusCode != 200 {
+		t.Fatalf("/c1/chat: %d %s", resp.StatusCode, b)
+	}
+	calls := e.fake.Calls()
+	if len(calls) != 1 {
+		t.Fatalf("upstream calls = %d", len(calls))
+	}
+	var sent struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(calls[0].Body, &sent)
+	if len(sent.Messages) != 2 || sent.Messages[0].Role != "system" ||
+		!strings.Contains(sent.Messages[0].Content, "Be kind.") || !strings.Contains(sent.Messages[0].Content, "name: Alice") {
+		t.Errorf("upstream messages = %+v", sent.Messages)
+	}
+	_, b = e.do(t, call{method: "GET", path: "/c1/conversations/c1", token: "member", user: "u1"})
+	if strings.Contains(string(b), "Be kind.") || strings.Contains(string(b), "Alice") {
+		t.Errorf("injected context was persisted: %s", b)
+	}
+}
+
+func TestTwoGatewaysSideBySide(t *testing.T) {
+	a, b := newEnv(t), newEnv(t)
+	for _, e := range []*env{a, b} {
+		if resp, body := e.do(t, call{method: "POST", path: "/v1/memory", token: "member", user: "u1", body: `{"key":"k","value":"v","visibility":"private"}`}); resp.StatusCode != 200 {
+			t.Fatalf("memory write: %d %s", resp.StatusCode, body)
+		}
+	}
+	_, body := b.do(t, call{method: "GET", path: "/v1/memory/usage?visibility=private", token: "member", user: "u1"})
+	var usage struct {
+		Entries int `json:"entries"`
+	}
+	json.Unmarshal(body, &usage)
+	if usage.Entries != 1 {
+		t.Errorf("second gateway sees %d entries, want its own 1", usage.Entries)
+	}
+}
+
+func TestNewNeedsTokenCatalog(t *testing.T) {
+	if _, err := gateway.New(gateway.WithStore(memstore.New())); err == nil || !strings.Contains(err.Error(), "token catalog") {
+		t.Errorf("New without tokens = %v", err)
+	}
+}
+
+func TestDefaultStoreIsLockedFile(t *testing.T) {
+	dir := t.TempDir()
+	tokens := auth.MustStatic([]*auth.Tenant{{ID: "t"}}, map[string]auth.StaticToken{"x": {Tenant: "t"}})
+	g, err := gateway.New(gateway.WithTokenCatalog(tokens), gateway.WithDataDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gateway.New(gateway.WithTokenCatalog(tokens), gateway.WithDataDir(dir)); err == nil {
+		t.Error("a second gateway opened the same bbolt file")
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g2, err := gateway.New(gateway.WithTokenCatalog(tokens), gateway.WithDataDir(dir))
+	if err != nil {
+		t.Fatalf("reopen after Close: %v", err)
+	}
+	g2.Close()
+}

@@ -1,0 +1,21 @@
+package gateway
+
+import (
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// The pluggable interfaces, declared in leaf packages so that the root can wire
+// the family packages without an import cycle; see each for its contract.
+type (
+	// Store is the persistence: ordered key-value buckets with transactions.
+	Store = store.Store
+	// Upstream reaches the models of an alias, with the fallback chain.
+	Upstream = upstream.Upstream
+	// TokenCatalog maps bearer-token digests to principals (tenant, role, scopes).
+	TokenCatalog = auth.TokenCatalog
+	// Clock tells the time.
+	Clock = clock.Clock
+)

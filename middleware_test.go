@@ -1,0 +1,285 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/ratelimit"
+	"github.com/google/go-cmp/cmp"
+)
+
+// mapCatalog is a TokenCatalog over plain tokens, for tests.
+type mapCatalog map[auth.Digest]*auth.Principal
+
+func (m mapCatalog) Lookup(d auth.Digest) (*auth.Principal, bool) {
+	p, ok := m[d]
+	return p, ok
+}
+
+func newMapCatalog(tokens map[string]*auth.Principal) mapCatalog {
+	m := mapCatalog{}
+	for tok, p := range tokens {
+		p.Digest = auth.DigestOf(tok)
+		m[p.Digest] = p
+	}
+	return m
+}
+
+type harness struct {
+	g     *Gateway
+	clock *clock.Fake
+	logs  *bytes.Buffer
+}
+
+// newHarness builds a gateway whose surface is routes, with tokens
+// admin (tenant_admin of acme), member (member of acme), other (member of beta).
+func newHarness(t *testing.T, routes []route) *harness {
+	t.Helper()
+	acme, beta := &auth.Tenant{ID: "acme"}, &auth.Tenant{ID: "beta"}
+	cat := newMapCatalog(map[string]*auth.Principal{
+		"admin":  {Tenant: acme, Role: auth.RoleTenantAdmin, TokenID: "admin"},
+		"member": {Tenant: acme, Role: auth.RoleMember, TokenID: "member"},
+		"other":  {Tenant: beta, Role: auth.RoleMember, TokenID: "other"},
+		"fast":   {Tenant: acme, Role: auth.RoleMember, Rate: &auth.Rate{PerSecond: 1000, Burst: 1000}},
+	})
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	logs := &bytes.Buffer{}
+	cfg := defaultConfig()
+	cfg.tokens, cfg.clock = cat, fc
+	cfg.rate = auth.Rate{PerSecond: 1, Burst: 3}
+	cfg.bodyLimit = 64
+	g := &Gateway{cfg: cfg, log: slog.New(slog.NewJSONHandler(logs, nil))}
+	g.limiter = ratelimit.New(fc, cfg.rate)
+	g.router = g.buildRouter(routes)
+	return &harness{g: g, clock: fc, logs: logs}
+}
+
+func echo(w http.ResponseWriter, r *http.Request) {
+	b, err := httpx.ReadBody(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	p := auth.FromContext(r.Context())
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"tenant": p.Tenant.ID, "user": httpx.UserID(r), "body": len(b)})
+}
+
+var testRoutes = []route{
+	{"GET", "/t/open", "", userOptional, echo},
+	{"POST", "/t/open", "", userOptional, echo},
+	{"GET", "/t/user", "", userRequired, echo},
+	{"GET", "/t/admin-view", "", userOrAdminRead, echo},
+	{"POST", "/t/admin-view", "", userOrAdminRead, echo},
+	{"GET", "/t/scoped", "tenant_config:write", userOptional, echo},
+	{"PUT", "/t/prompts/:level", "system_prompts:write:{level}", userOptional, echo},
+	{"GET", "/t/panic", "", userOptional, func(http.ResponseWriter, *http.Request) { panic("boom") }},
+	{"GET", "/t/public", "", public, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }},
+}
+
+type req struct {
+	method, path, token, body string
+	header                    map[string]string
+}
+
+type errBody struct {
+	Error struct {
+		Type    string  `json:"type"`
+		Code    string  `json:"code"`
+		Message string  `json:"message"`
+		Param   *string `json:"param"`
+	} `json:"error"`
+	GWCode string `json:"gw_code"`
+}
+
+func (h *harness) do(t *testing.T, q req) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(q.method, q.path, strings.NewReader(q.body))
+	if q.body == "" {
+		r.Body = http.NoBody
+	}
+	if q.token != "" {
+		r.Header.Set("Authorization", "Bearer "+q.token)
+	}
+	for k, v := range q.header {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	h.g.ServeHTTP(w, r)
+	return w
+}
+
+// codeParam returns "status code param" of an answer, "" param as "null".
+func codeParam(t *testing.T, w *httptest.ResponseRecorder) string {
+	t.Helper()
+	if w.Code < 400 {
+		return http.StatusText(w.Code)
+	}
+	var e errBody
+	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
+		t.Fatalf("error body %q: %v", w.Body, err)
+	}
+	if e.GWCode != e.Error.Code {
+		t.Errorf("gw_code %q != code %q", e.GWCode, e.Error.Code)
+	}
+	p := "null"
+	if e.Error.Param != nil {
+		p = *e.Error.Param
+	}
+	return strings.Join([]string{http.StatusText(w.Code), e.Error.Code, p}, " ")
+}
+
+func TestMiddlewareRules(t *testing.T) {
+	tests := []struct {
+		name string
+		req  req
+		want string
+	}{
+		{"no authorization", req{method: "GET", path: "/t/open"}, "Unauthorized missing_authorization headers.authorization"},
+		{"not bearer", req{method: "GET", path: "/t/open", header: map[string]string{"Authorization": "Basic YTpi"}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"empty bearer", req{method: "GET", path: "/t/open", header: map[string]string{"Authorization": "Bearer "}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"unknown token", req{method: "GET", path: "/t/open", token: "nope"}, "Unauthorized invalid_authorization headers.authorization"},
+		{"valid token", req{method: "GET", path: "/t/open", token: "member"}, "OK"},
+		{"tenant header bound", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"GW-Tenant-Id": "acme"}}, "OK"},
+		{"tenant header other tenant", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"GW-Tenant-Id": "beta"}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"scope missing for member", req{method: "GET", path: "/t/scoped", token: "member"}, "Forbidden forbidden null"},
+		{"scope held by admin", req{method: "GET", path: "/t/scoped", token: "admin"}, "OK"},
+		{"level scope user for member", req{method: "PUT", path: "/t/prompts/user", token: "member"}, "OK"},
+		{"level scope tenant for member", req{method: "PUT", path: "/t/prompts/tenant", token: "member"}, "Forbidden forbidden null"},
+		{"query user_id", req{method: "GET", path: "/t/open?user_id=u1", token: "member"}, "Bad Request invalid_field query.user_id"},
+		{"query user_id lookalike", req{method: "GET", path: "/t/open?xuser_id=u1", token: "member"}, "OK"},
+		{"body user_id", req{method: "POST", path: "/t/open", token: "member", body: `{"a":1,"user_id":"u1"}`}, "Bad Request invalid_field body.user_id"},
+		{"body user_id null", req{method: "POST", path: "/t/open", token: "member", body: `{"user_id":null}`}, "Bad Request invalid_field body.user_id"},
+		{"nested user_id allowed", req{method: "POST", path: "/t/open", token: "member", body: `{"meta":{"user_id":"u1"}}`}, "OK"},
+		{"user header required", req{method: "GET", path: "/t/user", token: "admin"}, "Bad Request missing_field headers.gw-user-id"},
+		{"user header given", req{method: "GET", path: "/t/user", token: "member", header: map[string]string{"GW-User-Id": "u1"}}, "OK"},
+		{"user header bad", req{method: "GET", path: "/t/user", token: "member", header: map[string]string{"GW-User-Id": "a\x01b"}}, "Bad Request invalid_field headers.gw-user-id"},
+		{"admin tenant-wide read", req{method: "GET", path: "/t/admin-view", token: "admin"}, "OK"},
+		{"member needs user on read", req{method: "GET", path: "/t/admin-view", token: "member"}, "Bad Request missing_field headers.gw-user-id"},
+		{"admin needs user on write", req{method: "POST", path: "/t/admin-view", token: "admin", body: `{}`}, "Bad Request missing_field headers.gw-user-id"},
+		{"unknown path", req{method: "GET", path: "/nope", token: "member"}, "Not Found route_not_found null"},
+		{"unknown method", req{method: "DELETE", path: "/t/open", token: "member"}, "Not Found route_not_found null"},
+		{"trailing slash is another path", req{method: "GET", path: "/t/open/", token: "member"}, "Not Found route_not_found null"},
+		{"public needs no bearer", req{method: "GET", path: "/t/public"}, "No Content"},
+		{"body over limit by length", req{method: "POST", path: "/t/open", token: "member", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, "Request Entity Too Large body_too_large null"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, testRoutes)
+			w := h.do(t, tt.req)
+			if got := codeParam(t, w); got != tt.want {
+				t.Errorf("answer = %q, want %q (body %s)", got, tt.want, w.Body)
+			}
+			if w.Header().Get("X-Request-Id") == "" {
+				t.Error("no x-request-id")
+			}
+			if ct := w.Header().Get("Content-Type"); w.Code >= 400 && ct != "application/json" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+		})
+	}
+}
+
+func TestChunkedBodyOverLimit(t *testing.T) {
+	h := newHarness(t, testRoutes)
+	r := httptest.NewRequest("POST", "/t/open", io.MultiReader(strings.NewReader(`{"a":"`), strings.NewReader(strings.Repeat("x", 100)+`"}`)))
+	r.ContentLength = -1
+	r.Header.Set("Authorization", "Bearer member")
+	w := httptest.NewRecorder()
+	h.g.ServeHTTP(w, r)
+	if got, want := codeParam(t, w), "Request Entity Too Large body_too_large null"; got != want {
+		t.Errorf("answer = %q, want %q", got, want)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	h := newHarness(t, testRoutes)
+	for i := range 3 {
+		if w := h.do(t, req{method: "GET", path: "/t/open", token: "member"}); w.Code != 200 {
+			t.Fatalf("request %d: %d", i, w.Code)
+		}
+	}
+	w := h.do(t, req{method: "GET", path: "/t/open", token: "member"})
+	if got, want := codeParam(t, w), "Too Many Requests rate_limit_exceeded null"; got != want {
+		t.Fatalf("4th request = %q, want %q", got, want)
+	}
+	var e errBody
+	_ = json.Unmarshal(w.Body.Bytes(), &e)
+	if diff := cmp.Diff([]string{"rate_limit_error", "Rate limit exceeded", "1"}, []string{e.Error.Type, e.Error.Message, w.Header().Get("Retry-After")}); diff != "" {
+		t.Errorf("429 mismatch (-want +got):\n%s", diff)
+	}
+	// The admin token of the same tenant has its own bucket.
+	if w := h.do(t, req{method: "GET", path: "/t/open", token: "admin"}); w.Code != 200 {
+		t.Errorf("other token limited: %d", w.Code)
+	}
+	// A token's own rate wins over the default.
+	for i := range 10 {
+		if w := h.do(t, req{method: "GET", path: "/t/open", token: "fast"}); w.Code != 200 {
+			t.Fatalf("fast token request %d: %d", i, w.Code)
+		}
+	}
+	h.clock.Advance(time.Second)
+	if w := h.do(t, req{method: "GET", path: "/t/open", token: "member"}); w.Code != 200 {
+		t.Errorf("after refill: %d", w.Code)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	h := newHarness(t, testRoutes)
+	w := h.do(t, req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"X-Request-Id": "abc-123"}})
+	if got := w.Header().Get("X-Request-Id"); got != "abc-123" {
+		t.Errorf("echoed id = %q", got)
+	}
+	w = h.do(t, req{method: "GET", path: "/t/open", header: map[string]string{"X-Request-Id": strings.Repeat("x", 129)}})
+	if got := w.Header().Get("X-Request-Id"); !strings.HasPrefix(got, "req_") {
+		t.Errorf("over-long id not replaced: %q", got)
+	}
+	if !strings.Contains(h.logs.String(), `"request_id":"`+w.Header().Get("X-Request-Id")+`"`) {
+		t.Errorf("log lacks the request id: %s", h.logs)
+	}
+}
+
+func TestPanicAnswersInternalError(t *testing.T) {
+	h := newHarness(t, testRoutes)
+	w := h.do(t, req{method: "GET", path: "/t/panic", token: "member"})
+	if got, want := codeParam(t, w), "Internal Server Error internal_error null"; got != want {
+		t.Errorf("answer = %q, want %q", got, want)
+	}
+	if strings.Contains(w.Body.String(), "boom") {
+		t.Errorf("panic value leaked: %s", w.Body)
+	}
+	if !strings.Contains(h.logs.String(), "boom") {
+		t.Errorf("panic not logged: %s", h.logs)
+	}
+}
+
+func TestLogLine(t *testing.T) {
+	h := newHarness(t, testRoutes)
+	h.do(t, req{method: "POST", path: "/t/open", token: "member", body: `{"secret":"hello"}`})
+	var line map[string]any
+	if err := json.Unmarshal(h.logs.Bytes(), &line); err != nil {
+		t.Fatalf("log line: %v: %s", err, h.logs)
+	}
+	for _, k := range []string{"request_id", "tenant", "method", "route", "status", "duration_ms", "bytes"} {
+		if _, ok := line[k]; !ok {
+			t.Errorf("log line lacks %s: %v", k, line)
+		}
+	}
+	if line["tenant"] != "acme" || line["route"] != "/t/open" {
+		t.Errorf("log line tenant/route = %v/%v", line["tenant"], line["route"])
+	}
+	for _, secret := range []string{"member", "hello"} {
+		if strings.Contains(h.logs.String(), `"`+secret+`"`) {
+			t.Errorf("log leaks %q: %s", secret, h.logs)
+		}
+	}
+}

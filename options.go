@@ -1,0 +1,133 @@
+package gateway
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// Option configures a Gateway. Options are applied in order after the defaults;
+// options that contradict each other make New fail.
+type Option func(*config) error
+
+type config struct {
+	store        Store
+	dataDir      string
+	upstream     Upstream
+	backends     upstream.Backends
+	catalog      *upstream.Catalog
+	tokens       TokenCatalog
+	clock        Clock
+	logger       *slog.Logger
+	rate         auth.Rate
+	bodyLimit    int64
+	dev          bool
+	keepalive    time.Duration
+	shutdownWait time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		dataDir:   "./data",
+		rate:      auth.Rate{PerSecond: 1, Burst: 30},
+		bodyLimit: 32 << 20,
+		keepalive: 15 * time.Second,
+		backends:  upstream.Backends{LocalURL: "http://127.0.0.1:11434/v1"},
+	}
+}
+
+// WithStore sets the persistence. If nil (the default), New opens the bbolt file
+// gateway.db in the data directory (see WithDataDir), and Close closes it.
+// A store passed here is not closed by Close: its owner closes it.
+func WithStore(s Store) Option {
+	return func(c *config) error { c.store = s; return nil }
+}
+
+// WithDataDir sets the directory of the default bbolt store. Default "./data".
+// It has no effect with WithStore.
+func WithDataDir(dir string) Option {
+	return func(c *config) error {
+		if dir == "" {
+			return errors.New("gateway: WithDataDir: empty directory")
+		}
+		c.dataDir = dir
+		return nil
+	}
+}
+
+// WithUpstream sets how models are reached. If nil (the default), New builds the
+// HTTP router over the backends of WithBackends and the model catalog.
+func WithUpstream(u Upstream) Option {
+	return func(c *config) error { c.upstream = u; return nil }
+}
+
+// WithBackends sets the URLs, keys and time-outs of the local backend, the cloud
+// hosts and the optional external router, for the default upstream router and for
+// the backend statuses of /v1/info and /readyz. Default: the local backend at
+// http://127.0.0.1:11434/v1, no cloud host.
+func WithBackends(b upstream.Backends) Option {
+	return func(c *config) error { c.backends = b; return nil }
+}
+
+// WithCatalog sets the model catalog. If nil (the default), the built-in catalog
+// is used. The catalog must be the one the Upstream routes by.
+func WithCatalog(cat *upstream.Catalog) Option {
+	return func(c *config) error { c.catalog = cat; return nil }
+}
+
+// WithTokenCatalog sets the bearer tokens and tenants. There is no default: New
+// fails without one, because a gateway that accepts no token serves nothing.
+func WithTokenCatalog(t TokenCatalog) Option {
+	return func(c *config) error { c.tokens = t; return nil }
+}
+
+// WithClock sets the source of time. If nil (the default), the wall clock.
+func WithClock(cl Clock) Option {
+	return func(c *config) error { c.clock = cl; return nil }
+}
+
+// WithLogger sets the logger of request lines and events. If nil (the default),
+// slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error { c.logger = l; return nil }
+}
+
+// WithRateLimit sets the default per-token rate limit: perSecond requests per
+// second with bursts of burst. Default 1 per second, burst 30. A token's own rate
+// in the token catalog wins over it.
+func WithRateLimit(perSecond float64, burst int) Option {
+	return func(c *config) error {
+		if perSecond <= 0 || burst < 1 {
+			return errors.New("gateway: WithRateLimit: perSecond must be > 0 and burst >= 1")
+		}
+		c.rate = auth.Rate{PerSecond: perSecond, Burst: burst}
+		return nil
+	}
+}
+
+// WithBodyLimit sets the largest accepted request body in bytes. Default
+// 33554432 (32 MiB). Larger bodies answer 413 body_too_large.
+func WithBodyLimit(n int64) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return errors.New("gateway: WithBodyLimit: limit must be positive")
+		}
+		c.bodyLimit = n
+		return nil
+	}
+}
+
+// WithKeepalive sets how long an SSE stream may stay silent before the gateway
+// sends a comment line to keep proxies from closing it. Default 15 s.
+func WithKeepalive(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("gateway: WithKeepalive: interval must be positive")
+		}
+		c.keepalive = d
+		return nil
+	}
+}

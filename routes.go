@@ -1,0 +1,78 @@
+package gateway
+
+import "net/http"
+
+// userRule says whether a route needs the GW-User-Id header.
+type userRule uint8
+
+const (
+	userOptional    userRule = iota // the header may be absent
+	userRequired                    // absent: 400 missing_field headers.gw-user-id
+	userOrAdminRead                 // required, except a tenant_admin's GET (tenant-wide view)
+	public          userRule = 0xff // no bearer, no identity
+)
+
+// route is one row of the gateway's surface. scope "" on a non-public route means
+// any valid token; "{level}" in a scope is replaced by that path parameter.
+type route struct {
+	method, path string
+	scope        string
+	user         userRule
+	h            http.HandlerFunc
+}
+
+// routes is the whole HTTP surface of the gateway, one line per route.
+func (g *Gateway) routes() []route {
+	return []route{
+		// Public: no bearer.
+		{"GET", "/", "", public, g.index},
+		{"GET", "/healthz", "", public, g.healthz},
+		{"GET", "/readyz", "", public, g.readyz},
+		{"GET", "/errors", "", public, g.errorsJSON.ServeHTTP},
+		{"GET", "/docs/*path", "", public, g.docs},
+		{"GET", "/openapi.json", "", public, g.apidocs.OpenAPIJSON},
+		{"GET", "/openapi", "", public, g.apidocs.OpenAPI},
+		{"GET", "/redoc", "", public, g.apidocs.Redoc},
+		{"GET", "/playground", "", public, g.apidocs.Playground},
+
+		// Stateless OpenAI-compatible passthrough.
+		{"POST", "/v1/chat/completions", "chat:write", userOptional, g.openai.ChatCompletions},
+		{"GET", "/v1/models", "models:read", userOptional, g.openai.Models},
+		{"GET", "/v1/info", "models:read", userOptional, g.openai.Info},
+		{"POST", "/v1/embeddings", "embeddings:write", userOptional, g.openai.Embeddings},
+		{"POST", "/v1/audio/transcriptions", "audio:write", userOptional, g.openai.Transcriptions},
+		{"POST", "/v1/audio/translations", "audio:write", userOptional, g.openai.Translations},
+
+		// Generated images: tenant-scoped, with a time-to-live.
+		{"POST", "/v1/images/generations", "images:write", userOptional, g.images.Generate},
+		{"GET", "/v1/images", "images:read", userOptional, g.images.List},
+		{"GET", "/v1/images/:id", "images:read", userOptional, g.images.Get},
+		{"GET", "/v1/images/:id/content", "images:read", userOptional, g.images.Content},
+		{"DELETE", "/v1/images/:id", "images:write", userOptional, g.images.Delete},
+
+		// Chat with conversation persistence.
+		{"POST", "/c1/chat", "chat:write", userRequired, g.chat.ServeHTTP},
+		{"GET", "/c1/conversations", "conversations:read", userOrAdminRead, g.conv.HandleList},
+		{"GET", "/c1/conversations/:id", "conversations:read", userOrAdminRead, g.conv.HandleGet},
+		{"DELETE", "/c1/conversations/:id", "conversations:write", userRequired, g.conv.HandleDelete},
+
+		// Memory: entries in buckets of (scope_id, visibility, owner).
+		{"POST", "/v1/memory", "memory:write", userRequired, g.mem.PutEntry},
+		{"GET", "/v1/memory", "memory:read", userRequired, g.mem.ListEntries},
+		{"DELETE", "/v1/memory", "memory:write", userRequired, g.mem.DeleteEntry},
+		{"GET", "/v1/memory/usage", "memory:read", userRequired, g.mem.GetUsage},
+
+		// System prompts: versions per level (tenant, scope, user).
+		{"PUT", "/v1/system-prompts/:level", "system_prompts:write:{level}", userRequired, g.mem.PutPrompt},
+		{"GET", "/v1/system-prompts/:level", "system_prompts:read", userRequired, g.mem.GetPrompt},
+		{"DELETE", "/v1/system-prompts/:level", "system_prompts:write:{level}", userRequired, g.mem.DeletePrompt},
+		{"GET", "/v1/system-prompts/:level/versions", "system_prompts:read", userRequired, g.mem.ListPromptVersions},
+		{"PUT", "/v1/system-prompts/:level/current/:n", "system_prompts:write:{level}", userRequired, g.mem.SetCurrentPrompt},
+		{"DELETE", "/v1/system-prompts/:level/v/:n", "system_prompts:write:{level}", userRequired, g.mem.DeletePromptVersion},
+
+		// Tenant configuration and tools.
+		{"GET", "/v1/tenant/config", "tenant_config:read", userOptional, g.tenants.Get},
+		{"PUT", "/v1/tenant/config", "tenant_config:write", userOptional, g.tenants.Put},
+		{"POST", "/v1/tools/execute", "tools:execute", userOptional, g.tools.Execute},
+	}
+}

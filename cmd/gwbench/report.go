@@ -1,0 +1,291 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+)
+
+// report is the result of one run; it is written as markdown and as JSON.
+// Durations are in milliseconds (µs precision), memory in MiB.
+type report struct {
+	Command           string           `json:"command"`
+	Started           string           `json:"started"`
+	Go                string           `json:"go"`
+	Platform          string           `json:"platform"`
+	NumCPU            int              `json:"num_cpu"`
+	GOMAXPROCS        int              `json:"gomaxprocs"`
+	Rate              float64          `json:"rate"`
+	DurationS         float64          `json:"duration_s"`
+	WarmupS           float64          `json:"warmup_s"`
+	Rounds            int              `json:"rounds"`
+	PeakWorkers       int              `json:"peak_workers"`
+	UpstreamLatencyMs float64          `json:"upstream_latency_ms"`
+	Chunks            int              `json:"chunks"`
+	ChunkIntervalMs   float64          `json:"chunk_interval_ms"`
+	C1Continue        float64          `json:"c1_continue"`
+	C1History         int              `json:"c1_history"`
+	GatewayIdleRSSMB  float64          `json:"gateway_idle_rss_mb,omitempty"`
+	Scenarios         []scenarioReport `json:"scenarios"`
+}
+
+// scenarioReport is one scenario's results, one entry per target.
+type scenarioReport struct {
+	Name    string         `json:"name"`
+	About   string         `json:"about"`
+	Mode    string         `json:"mode"` // "open" (fixed rate) or "closed" (peak)
+	Rate    float64        `json:"rate,omitempty"`
+	Workers int            `json:"workers,omitempty"`
+	Targets []targetReport `json:"targets"`
+	Added   *added         `json:"added,omitempty"`
+	Notes   []string       `json:"notes,omitempty"`
+}
+
+// targetReport is one target's results in one scenario. Latencies are of
+// successful requests; rate is successful requests per second.
+type targetReport struct {
+	Target      string         `json:"target"`
+	Skipped     string         `json:"skipped,omitempty"`
+	Requests    int            `json:"requests"`
+	OK          int            `json:"ok"`
+	Errors      int            `json:"errors"`
+	Dropped     int            `json:"dropped"`
+	Truncated   int            `json:"truncated"`
+	Rate        float64        `json:"achieved_rate"`
+	P50         float64        `json:"p50_ms"`
+	P90         float64        `json:"p90_ms"`
+	P99         float64        `json:"p99_ms"`
+	P999        float64        `json:"p99_9_ms"`
+	Max         float64        `json:"max_ms"`
+	Mean        float64        `json:"mean_ms"`
+	TTFBP50     float64        `json:"ttfb_p50_ms,omitempty"`
+	TTFBP99     float64        `json:"ttfb_p99_ms,omitempty"`
+	LagP50      float64        `json:"lag_p50_ms"`
+	LagP99      float64        `json:"lag_p99_ms"`
+	CPUPer1k    float64        `json:"cpu_s_per_1k"`
+	GenCPUPer1k float64        `json:"loadgen_cpu_s_per_1k"`
+	PeakRSSMB   float64        `json:"peak_rss_mb"`
+	ErrorKinds  map[string]int `json:"error_kinds,omitempty"`
+}
+
+// added is what proxy and gateway add over direct, in ms, and the gateway's
+// added latency as a ratio to the proxy's (the floor's). A ratio is nil when
+// the floor adds nothing measurable. For the closed loop, the rates.
+type added struct {
+	ProxyP50     float64  `json:"proxy_p50_ms"`
+	GatewayP50   float64  `json:"gateway_p50_ms"`
+	RatioP50     *float64 `json:"ratio_p50,omitempty"`
+	ProxyP99     float64  `json:"proxy_p99_ms"`
+	GatewayP99   float64  `json:"gateway_p99_ms"`
+	RatioP99     *float64 `json:"ratio_p99,omitempty"`
+	ProxyTTFB    float64  `json:"proxy_ttfb_p50_ms,omitempty"`
+	GatewayTTFB  float64  `json:"gateway_ttfb_p50_ms,omitempty"`
+	RatioTTFB    *float64 `json:"ratio_ttfb_p50,omitempty"`
+	ProxyRate    *float64 `json:"proxy_rate_vs_direct,omitempty"`
+	GatewayRate  *float64 `json:"gateway_rate_vs_proxy,omitempty"`
+	GatewayRateD *float64 `json:"gateway_rate_vs_direct,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+
+func mb(kb int64) float64 { return math.Round(float64(kb)/1024*10) / 10 }
+
+// report sums up a tally; peakKB is the server's peak RSS over the rounds.
+func (t *tally) report(target string, peakKB int64) targetReport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := targetReport{
+		Target: target, Requests: t.ok + t.errs, OK: t.ok, Errors: t.errs, Dropped: t.dropped, Truncated: t.truncated,
+		P50: ms(t.latency.Quantile(0.5)), P90: ms(t.latency.Quantile(0.9)), P99: ms(t.latency.Quantile(0.99)),
+		P999: ms(t.latency.Quantile(0.999)), Max: ms(t.latency.Max()), Mean: ms(t.latency.Mean()),
+		TTFBP50: ms(t.ttfb.Quantile(0.5)), TTFBP99: ms(t.ttfb.Quantile(0.99)),
+		LagP50: ms(t.lag.Quantile(0.5)), LagP99: ms(t.lag.Quantile(0.99)),
+		PeakRSSMB: mb(peakKB),
+	}
+	if t.elapsed > 0 {
+		r.Rate = math.Round(float64(t.ok)/t.elapsed.Seconds()*10) / 10
+	}
+	if n := t.ok + t.errs - t.dropped; n > 0 {
+		r.CPUPer1k = math.Round(t.cpu.Seconds()/float64(n)*1000*1e4) / 1e4
+		r.GenCPUPer1k = math.Round(t.genCPU.Seconds()/float64(n)*1000*1e4) / 1e4
+	}
+	if len(t.kinds) > 0 {
+		r.ErrorKinds = map[string]int{}
+		for k, n := range t.kinds {
+			r.ErrorKinds[k] = n
+		}
+	}
+	return r
+}
+
+// addedOver compares proxy and gateway with direct, when all three ran.
+func addedOver(rs scenarioReport) *added {
+	var d, p, g *targetReport
+	for i := range rs.Targets {
+		t := &rs.Targets[i]
+		if t.Skipped != "" || t.OK == 0 {
+			continue
+		}
+		switch t.Target {
+		case targetDirect:
+			d = t
+		case targetProxy:
+			p = t
+		case targetGateway:
+			g = t
+		}
+	}
+	if d == nil || p == nil || g == nil {
+		return nil
+	}
+	a := &added{
+		ProxyP50: round3(p.P50 - d.P50), GatewayP50: round3(g.P50 - d.P50),
+		ProxyP99: round3(p.P99 - d.P99), GatewayP99: round3(g.P99 - d.P99),
+	}
+	a.RatioP50, a.RatioP99 = ratio(a.GatewayP50, a.ProxyP50), ratio(a.GatewayP99, a.ProxyP99)
+	if d.TTFBP50 > 0 {
+		a.ProxyTTFB, a.GatewayTTFB = round3(p.TTFBP50-d.TTFBP50), round3(g.TTFBP50-d.TTFBP50)
+		a.RatioTTFB = ratio(a.GatewayTTFB, a.ProxyTTFB)
+	}
+	if rs.Mode == "closed" {
+		a.ProxyRate, a.GatewayRate, a.GatewayRateD = ratio(p.Rate, d.Rate), ratio(g.Rate, p.Rate), ratio(g.Rate, d.Rate)
+	}
+	return a
+}
+
+func round3(x float64) float64 { return math.Round(x*1e3) / 1e3 }
+
+// ratio is x/y, nil unless y is at least a microsecond (or one request/s).
+func ratio(x, y float64) *float64 {
+	if y < 0.001 {
+		return nil
+	}
+	r := math.Round(x/y*100) / 100
+	return &r
+}
+
+func fmtRatio(r *float64) string {
+	if r == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", *r)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func fmtMs(x float64) string { return fmt.Sprintf("%.3f", x) }
+
+// processOf names the process whose CPU and memory a target's row shows.
+func processOf(target string) string {
+	if target == targetDirect {
+		return "fake"
+	}
+	return target
+}
+
+// writeMarkdown writes the report as markdown tables.
+func writeMarkdown(w io.Writer, rep *report) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("# gwbench\n\n`%s`\n\n", rep.Command)
+	p("%s %s, %d CPUs (GOMAXPROCS %d), %s. Open loop: %.0f req/s per target for %gs in %s (targets alternating), %gs warm-up each; latency from the scheduled send time. Peak: %d workers, closed loop. Fake upstream: latency %gms, %d chunks, %gms apart. /c1: %.0f%% continuing conversations with %d stored messages.\n\n",
+		rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started, rep.Rate, rep.DurationS, plural(rep.Rounds, "round"), rep.WarmupS,
+		rep.PeakWorkers, rep.UpstreamLatencyMs, rep.Chunks, rep.ChunkIntervalMs, rep.C1Continue*100, rep.C1History)
+
+	p("## Latency (ms)\n\n")
+	p("| scenario | target | ok | errors | rate/s | p50 | p90 | p99 | p99.9 | max | TTFB p50 | TTFB p99 | truncated | lag p99 |\n")
+	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range rep.Scenarios {
+		for _, t := range s.Targets {
+			if t.Skipped != "" {
+				p("| %s | %s | skipped | | | | | | | | | | | |\n", s.Name, t.Target)
+				continue
+			}
+			ttfb50, ttfb99, trunc := "", "", ""
+			if t.TTFBP50 > 0 || strings.HasSuffix(s.Name, "sse") {
+				ttfb50, ttfb99, trunc = fmtMs(t.TTFBP50), fmtMs(t.TTFBP99), fmt.Sprint(t.Truncated)
+			}
+			lag := fmtMs(t.LagP99)
+			if s.Mode == "closed" {
+				lag = ""
+			}
+			p("| %s | %s | %d | %d | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Name, t.Target, t.OK, t.Errors, t.Rate,
+				fmtMs(t.P50), fmtMs(t.P90), fmtMs(t.P99), fmtMs(t.P999), fmtMs(t.Max), ttfb50, ttfb99, trunc, lag)
+		}
+	}
+	p("\nrate/s: successful requests per second. TTFB: time to the first SSE data event. lag p99: how late gwbench itself sent requests (included in every target's latencies alike). peak is closed-loop: its latencies run from the actual send.\n")
+
+	p("\n## Added over direct (ms); gateway/proxy is the gateway's added latency over the floor's\n\n")
+	p("| scenario | proxy +p50 | gateway +p50 | gateway/proxy p50 | proxy +p99 | gateway +p99 | gateway/proxy p99 | proxy +TTFB p50 | gateway +TTFB p50 | gateway/proxy TTFB |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range rep.Scenarios {
+		a := s.Added
+		if a == nil || s.Mode == "closed" {
+			continue
+		}
+		ttfb := "| | |"
+		if a.RatioTTFB != nil || a.ProxyTTFB != 0 || a.GatewayTTFB != 0 {
+			ttfb = fmt.Sprintf("%s | %s | %s |", fmtMs(a.ProxyTTFB), fmtMs(a.GatewayTTFB), fmtRatio(a.RatioTTFB))
+		}
+		p("| %s | %s | %s | %s | %s | %s | %s | %s\n", s.Name, fmtMs(a.ProxyP50), fmtMs(a.GatewayP50), fmtRatio(a.RatioP50),
+			fmtMs(a.ProxyP99), fmtMs(a.GatewayP99), fmtRatio(a.RatioP99), ttfb)
+	}
+	for _, s := range rep.Scenarios {
+		if a := s.Added; a != nil && s.Mode == "closed" {
+			p("\n%s (closed loop, %d workers): proxy %s of direct's req/s, gateway %s of the proxy's (%s of direct's).\n",
+				s.Name, s.Workers, fmtRatio(a.ProxyRate), fmtRatio(a.GatewayRate), fmtRatio(a.GatewayRateD))
+		}
+	}
+
+	p("\n## Server processes\n\n")
+	if rep.GatewayIdleRSSMB > 0 {
+		p("Gateway idle RSS (after start, before any request): %.1f MiB.\n\n", rep.GatewayIdleRSSMB)
+	}
+	p("| scenario | process | CPU s / 1000 req | peak RSS MiB | gwbench CPU s / 1000 req |\n|---|---|--:|--:|--:|\n")
+	for _, s := range rep.Scenarios {
+		for _, t := range s.Targets {
+			if t.Skipped == "" {
+				p("| %s | %s | %.4f | %.1f | %.4f |\n", s.Name, processOf(t.Target), t.CPUPer1k, t.PeakRSSMB, t.GenCPUPer1k)
+			}
+		}
+	}
+	p("\nCPU is read in /proc at 10 ms granularity around each target's rounds. The fake serves all three targets: its CPU is counted during the direct rounds only, its peak RSS over the whole scenario. The last column is the load generator's own CPU while it loaded that target (it shares the machine).\n")
+
+	var notes []string
+	for _, s := range rep.Scenarios {
+		for _, t := range s.Targets {
+			if t.Skipped != "" {
+				notes = append(notes, fmt.Sprintf("%s, %s: skipped: %s", s.Name, t.Target, t.Skipped))
+			}
+			for _, k := range sortedKinds(t.ErrorKinds) {
+				notes = append(notes, fmt.Sprintf("%s, %s: %d x %s", s.Name, t.Target, t.ErrorKinds[k], k))
+			}
+		}
+		for _, n := range s.Notes {
+			notes = append(notes, s.Name+", "+n)
+		}
+	}
+	if len(notes) > 0 {
+		p("\n## Notes and errors\n\n")
+		for _, n := range notes {
+			p("- %s\n", n)
+		}
+	}
+}
+
+// writeJSONFile writes the report as indented JSON to path.
+func writeJSONFile(path string, rep *report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

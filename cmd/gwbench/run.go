@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// bench is one gwbench run: the server processes and the targets over them.
+type bench struct {
+	cfg     config
+	log     io.Writer // progress lines
+	servers []*server
+	fake    *server
+	targets []*target
+	dataDir string
+	cleanup []func()
+}
+
+// run starts the servers, runs the scenarios and writes the report.
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find gwbench's own executable: %w", err)
+	}
+	b := &bench{cfg: cfg, log: &lockedWriter{w: stderr}}
+	defer b.close()
+	if err := b.start(exe); err != nil {
+		return err
+	}
+	rep := b.newReport()
+	for _, sc := range scenarios {
+		if !slices.Contains(cfg.scenarios, sc.name) {
+			continue
+		}
+		rep.Scenarios = append(rep.Scenarios, b.runScenario(ctx, sc))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	writeMarkdown(stdout, rep)
+	if cfg.jsonOut != "" {
+		if err := writeJSONFile(cfg.jsonOut, rep); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// start starts the fake upstream and, for the selected targets, the proxy and
+// the gateway, each in a process of its own.
+func (b *bench) start(exe string) error {
+	cfg := b.cfg
+	fake, err := b.startServer(exe, cmdServeFake, "-latency", cfg.upstreamLatency.String(),
+		"-chunks", strconv.Itoa(cfg.chunks), "-interval", cfg.chunkInterval.String())
+	if err != nil {
+		return err
+	}
+	b.fake = fake
+	for _, name := range allTargets {
+		if !slices.Contains(cfg.targets, name) {
+			continue
+		}
+		t := &target{name: name, srv: fake, client: newClient(cfg.conns, cfg.timeout)}
+		switch name {
+		case targetProxy:
+			t.srv, err = b.startServer(exe, cmdServeProxy, "-upstream", fake.url, "-conns", strconv.Itoa(cfg.conns))
+		case targetGateway:
+			t.token = "gwbench_" + rand.Text()
+			if err := b.makeDataDir(); err != nil {
+				return err
+			}
+			t.srv, err = b.startServer(exe, cmdServeGateway, "-upstream", fake.url, "-data-dir", b.dataDir, "-token", t.token)
+		}
+		if err != nil {
+			return err
+		}
+		t.base = t.srv.url
+		b.targets = append(b.targets, t)
+		fmt.Fprintf(b.log, "gwbench: %s at %s (pid %d)\n", name, t.base, t.srv.pid())
+	}
+	return nil
+}
+
+func (b *bench) startServer(exe, name string, args ...string) (*server, error) {
+	s, err := startServer(exe, append([]string{name, "-addr", "127.0.0.1:0"}, args...), b.log)
+	if err != nil {
+		return nil, err
+	}
+	b.servers = append(b.servers, s)
+	return s, nil
+}
+
+// makeDataDir picks the gateway's data directory: -data-dir, or a new
+// temporary directory on disk that close removes.
+func (b *bench) makeDataDir() error {
+	if b.cfg.dataDir != "" {
+		b.dataDir = b.cfg.dataDir
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "gwbench-")
+	if err != nil {
+		return err
+	}
+	b.dataDir = dir
+	b.cleanup = append(b.cleanup, func() { os.RemoveAll(dir) })
+	return nil
+}
+
+// close closes the load generator's connections (a server's Shutdown waits
+// for connections that never carried a request), stops the servers, the
+// gateway and the proxy before the fake, and removes the temporary data
+// directory.
+func (b *bench) close() {
+	for _, t := range b.targets {
+		t.client.CloseIdleConnections()
+	}
+	for i := len(b.servers) - 1; i >= 0; i-- {
+		if err := b.servers[i].stop(); err != nil {
+			fmt.Fprintf(b.log, "gwbench: stop %s: %v\n", b.servers[i].name, err)
+		}
+	}
+	for _, f := range b.cleanup {
+		f()
+	}
+}
+
+// newReport starts the report with the run's settings and the gateway's idle
+// memory.
+func (b *bench) newReport() *report {
+	cfg := b.cfg
+	rep := &report{
+		Command: cfg.command, Started: time.Now().UTC().Format(time.RFC3339),
+		Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Rate: cfg.rate, DurationS: cfg.duration.Seconds(), WarmupS: cfg.warmup.Seconds(), Rounds: cfg.rounds,
+		PeakWorkers: cfg.peakWorkers, UpstreamLatencyMs: ms(cfg.upstreamLatency),
+		Chunks: cfg.chunks, ChunkIntervalMs: ms(cfg.chunkInterval),
+		C1Continue: cfg.c1Continue, C1History: cfg.c1History,
+	}
+	for _, t := range b.targets {
+		if t.name == targetGateway {
+			if st, err := readProcStat(t.srv.pid()); err == nil {
+				rep.GatewayIdleRSSMB = mb(st.RSSKB)
+			}
+		}
+	}
+	return rep
+}
+
+// runScenario checks each target with one request, creates the continuing
+// conversations of a /c1 scenario at the gateway, warms every target up, then
+// runs the rounds, the targets alternating (in a rotating order), and reads
+// the CPU time of each server (and of gwbench itself) around its rounds and
+// each server's peak RSS over all rounds.
+func (b *bench) runScenario(ctx context.Context, sc scenario) scenarioReport {
+	cfg := b.cfg
+	rs := scenarioReport{Name: sc.name, About: sc.about, Mode: "open", Rate: cfg.rate}
+	if sc.closed {
+		rs.Mode, rs.Rate, rs.Workers = "closed", 0, cfg.peakWorkers
+	}
+	fmt.Fprintf(b.log, "gwbench: %s: %s\n", sc.name, sc.about)
+	var active []*target
+	reqs := map[*target]*requester{}
+	tallies := map[*target]*tally{}
+	for _, t := range b.targets {
+		tr := targetReport{Target: t.name}
+		req, err := b.prepare(ctx, sc, t, &rs)
+		if err != nil {
+			tr.Skipped = err.Error()
+			fmt.Fprintf(b.log, "gwbench: %s: %s skipped: %v\n", sc.name, t.name, err)
+			rs.Targets = append(rs.Targets, tr)
+			continue
+		}
+		active = append(active, t)
+		reqs[t], tallies[t] = req, newTally()
+		rs.Targets = append(rs.Targets, tr)
+	}
+	discard := func(sample) {}
+	for _, t := range active {
+		b.load(ctx, sc, reqs[t], cfg.warmup, discard)
+	}
+	for _, t := range active {
+		resetPeakRSS(t.srv.pid())
+	}
+	round := cfg.duration / time.Duration(cfg.rounds)
+	for r := range cfg.rounds {
+		for j := range active {
+			t := active[(r+j)%len(active)]
+			before, _ := readProcStat(t.srv.pid())
+			genBefore, _ := readProcStat(os.Getpid())
+			res := b.load(ctx, sc, reqs[t], round, tallies[t].add)
+			after, _ := readProcStat(t.srv.pid())
+			genAfter, _ := readProcStat(os.Getpid())
+			tallies[t].addRound(res, after.CPU-before.CPU, genAfter.CPU-genBefore.CPU)
+		}
+		fmt.Fprintf(b.log, "gwbench: %s: round %d/%d done\n", sc.name, r+1, cfg.rounds)
+	}
+	for i := range rs.Targets {
+		for _, t := range active {
+			if t.name == rs.Targets[i].Target {
+				st, _ := readProcStat(t.srv.pid())
+				rs.Targets[i] = tallies[t].report(t.name, st.PeakRSSKB)
+			}
+		}
+	}
+	rs.Added = addedOver(rs)
+	return rs
+}
+
+// prepare returns the requester of sc for t after one request that must
+// succeed; for the gateway in a /c1 scenario it first creates the pool of
+// continuing conversations.
+func (b *bench) prepare(ctx context.Context, sc scenario, t *target, rs *scenarioReport) (*requester, error) {
+	cfg := b.cfg
+	req := newRequester(sc, t, cfg, nil)
+	if out := req.do(ctx, 0); out.err != nil {
+		return nil, fmt.Errorf("first request to %s: %w%s", req.url, out.err, hint(out.err))
+	}
+	if !sc.c1 || t.name != targetGateway || cfg.c1Continue <= 0 {
+		return req, nil
+	}
+	n := poolSize(cfg)
+	start := time.Now()
+	pool, err := createConversations(ctx, t, sc.name, n, cfg.c1History)
+	if err != nil {
+		return nil, fmt.Errorf("creating the continuing conversations: %w%s", err, hint(err))
+	}
+	rs.Notes = append(rs.Notes, fmt.Sprintf("gateway: %d continuing conversations of %d messages created in %.1fs before the warm-up; each is continued about %.1f times (keep_last_turns %d, so the model always gets %d history messages, as direct and proxy do)",
+		n, cfg.c1History, time.Since(start).Seconds(),
+		float64(scheduledCount(cfg.rate, cfg.warmup+cfg.duration))*cfg.c1Continue/float64(n), cfg.c1History/2, cfg.c1History))
+	return newRequester(sc, t, cfg, pool), nil
+}
+
+// load runs one round (or warm-up) of sc with req for d.
+func (b *bench) load(ctx context.Context, sc scenario, req *requester, d time.Duration, sink func(sample)) loadResult {
+	if sc.closed {
+		return closedLoop{Workers: b.cfg.peakWorkers, Duration: d}.run(ctx, req.do, sink)
+	}
+	return openLoop{Rate: b.cfg.rate, Duration: d, MaxInflight: b.cfg.maxInflight}.run(ctx, req.do, sink)
+}
+
+// newRequester returns how sc's requests are sent to t. The /v1 scenarios
+// send the same chat completion to every target. In the /c1 scenarios the
+// gateway gets POST /c1/chat (a new conversation, or a turn of a pooled one
+// when pool is non-nil), and direct and proxy get the chat completion the
+// gateway would send upstream: the user message alone, or after -c1-history
+// messages.
+func newRequester(sc scenario, t *target, cfg config, pool *convPool) *requester {
+	r := &requester{client: t.client, token: t.token, stream: sc.stream, url: t.base + "/v1/chat/completions"}
+	switch {
+	case !sc.c1:
+		body := v1Body(sc.stream)
+		r.build = func(int) ([]byte, string) { return body, "" }
+	case t.name != targetGateway:
+		fresh, cont := chatCompletionBody(0, sc.stream), chatCompletionBody(cfg.c1History, sc.stream)
+		r.build = func(i int) ([]byte, string) {
+			if continuing(i, cfg.c1Continue) {
+				return cont, ""
+			}
+			return fresh, ""
+		}
+	default:
+		r.url = t.base + "/c1/chat"
+		fresh := c1Body("", 0, sc.stream)
+		r.build = func(i int) ([]byte, string) {
+			if pool != nil && continuing(i, cfg.c1Continue) {
+				id, user := pool.pick()
+				return c1Body(id, cfg.c1History/2, sc.stream), user
+			}
+			return fresh, userOf(i)
+		}
+	}
+	return r
+}
+
+// hint explains an error the gateway answers while it is being built.
+func hint(err error) string {
+	var se *statusError
+	if errors.As(err, &se) && se.Code == "route_not_found" {
+		return " (the route is not wired into the gateway's routes table yet)"
+	}
+	return ""
+}
+
+// lockedWriter serialises writes: the progress lines and the children's
+// stderr share it.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

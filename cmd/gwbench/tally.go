@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxErrorKinds bounds the distinct error kinds a tally keeps; later kinds
+// count as "other".
+const maxErrorKinds = 16
+
+// tally collects the samples of one target in one scenario, over all rounds.
+// Its add method is the sink of the load loops; it is safe for concurrent use.
+type tally struct {
+	mu        sync.Mutex
+	latency   *hist // successful requests only
+	ttfb      *hist // successful streams only
+	lag       *hist
+	ok        int
+	errs      int
+	dropped   int
+	truncated int
+	kinds     map[string]int
+	elapsed   time.Duration // sum of the rounds' elapsed times
+	cpu       time.Duration // CPU time of the target's server over the rounds
+	genCPU    time.Duration // CPU time of gwbench itself over the rounds
+}
+
+func newTally() *tally {
+	return &tally{latency: newHist(), ttfb: newHist(), lag: newHist(), kinds: map[string]int{}}
+}
+
+// add records one sample.
+func (t *tally) add(s sample) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case errors.Is(s.Err, errDropped):
+		t.dropped++
+	default:
+		t.lag.Record(s.Lag)
+	}
+	if s.Truncated {
+		t.truncated++
+	}
+	if s.Err != nil {
+		t.errs++
+		k := errorKind(s.Err)
+		if _, ok := t.kinds[k]; !ok && len(t.kinds) >= maxErrorKinds {
+			k = "other"
+		}
+		t.kinds[k]++
+		return
+	}
+	t.ok++
+	t.latency.Record(s.Latency)
+	if s.TTFB > 0 {
+		t.ttfb.Record(s.TTFB)
+	}
+}
+
+// addRound adds the elapsed time of one round and the CPU time the server and
+// gwbench used in it.
+func (t *tally) addRound(r loadResult, cpu, genCPU time.Duration) {
+	t.mu.Lock()
+	t.elapsed += r.Elapsed
+	t.cpu += cpu
+	t.genCPU += genCPU
+	t.mu.Unlock()
+}
+
+// statusError is a non-200 answer.
+type statusError struct {
+	Status        int
+	Code, Message string // from the OpenAI-style error body, when there is one
+}
+
+func (e *statusError) Error() string {
+	s := fmt.Sprintf("HTTP %d", e.Status)
+	if e.Code != "" {
+		s += " " + e.Code
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// errorKind groups errors for the report: the status and code of an HTTP
+// error, and other errors by their text without addresses.
+func errorKind(err error) string {
+	var se *statusError
+	if errors.As(err, &se) {
+		if se.Code != "" {
+			return fmt.Sprintf("HTTP %d %s", se.Status, se.Code)
+		}
+		return fmt.Sprintf("HTTP %d", se.Status)
+	}
+	msg := err.Error()
+	for _, known := range []string{"connection refused", "connection reset", "broken pipe", "EOF",
+		"Client.Timeout", "context deadline exceeded", "too many open files", "truncated stream"} {
+		if strings.Contains(msg, known) {
+			return known
+		}
+	}
+	if errors.Is(err, errDropped) {
+		return errDropped.Error()
+	}
+	if len(msg) > 100 {
+		msg = msg[:100] + "..."
+	}
+	return msg
+}
+
+// sortedKinds returns the error kinds, most frequent first.
+func sortedKinds(kinds map[string]int) []string {
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if kinds[out[i]] != kinds[out[j]] {
+			return kinds[out[i]] > kinds[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -130,6 +131,18 @@ func TestDevModeServesAndStopsCleanly(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || body["object"] != "list" {
 		t.Errorf("/v1/models with the dev token = %d %v", resp.StatusCode, body)
+	}
+	req, _ = http.NewRequest("POST", base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"lm-4-scout","messages":[{"role":"user","content":"hello demo"}]}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "chatgw demo backend") || !strings.Contains(string(b), "hello demo") {
+		t.Errorf("demo chat = %d %s", resp.StatusCode, b)
 	}
 	if err := stop(); err != nil {
 		t.Errorf("shutdown: %v", err)

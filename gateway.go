@@ -22,6 +22,7 @@ import (
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/apidocs"
+	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/internal/ratelimit"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/openai"
@@ -132,9 +133,14 @@ func (g *Gateway) wireFamilies() error {
 		return fmt.Errorf("gateway: tool registry: %w", err)
 	}
 	g.tools = reg
+	// One Accountant for /v1 and /c1: a tenant's daily budget for an alias is
+	// shared by both. available_fallbacks are chosen from the catalog with
+	// backend statuses, so that an unconfigured backend is not offered.
+	quotas := quota.New(c.clock, g.catalog)
 	g.openai = openai.New(openai.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
 		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
+		Quota: quotas,
 	})
 	g.images = openai.NewImages(openai.ImagesConfig{Upstream: c.upstream, Catalog: g.catalog, Store: c.store, Clock: c.clock, Logger: c.logger})
 	g.startPurger()
@@ -142,6 +148,7 @@ func (g *Gateway) wireFamilies() error {
 	g.chat = chat.New(chat.Config{
 		History: g.conv, Upstream: c.upstream, Catalog: g.catalog, Store: c.store,
 		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContext,
+		Quota: quotas,
 	})
 	return nil
 }

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -124,4 +125,115 @@ func systemMessage(content string) json.RawMessage {
 		Content string `json:"content"`
 	}{"system", content})
 	return b
+}
+
+// replayHistory returns the stored messages as they are sent upstream. Strict
+// OpenAI-compatible backends reject (400) an assistant tool call that the tool
+// messages directly after it do not answer, and /c1 stores no tool results (its
+// user cannot send one), so an assistant message whose tool_calls are not all
+// answered is rewritten:
+//
+//   - no call answered (the normal /c1 case): the message is sent without
+//     tool_calls, with its content, or, when that is empty, a text naming the
+//     tools it called, "[called tools: get_weather, now]", so that the model
+//     still sees what it did;
+//   - some answered: only the unanswered calls are left out, so that the tool
+//     messages after it still answer a call.
+//
+// The stored history is not changed (GET shows the tool_calls). Without an
+// unanswered tool call, history itself is returned.
+func replayHistory(history []json.RawMessage) []json.RawMessage {
+	var out []json.RawMessage
+	for i, raw := range history {
+		// Cheap filter first: only a message naming tool_calls can have any
+		// (the stored messages are compact JSON written by this package).
+		if !bytes.Contains(raw, []byte(`"tool_calls"`)) {
+			continue
+		}
+		var m storedMessage
+		if json.Unmarshal(raw, &m) != nil || m.Role != "assistant" || len(m.ToolCalls) == 0 {
+			continue
+		}
+		results := toolResults(history[i+1:])
+		var kept []json.RawMessage
+		var names []string
+		for _, c := range m.ToolCalls {
+			var ref toolCallRef
+			_ = json.Unmarshal(c, &ref)
+			if ref.ID != "" && results[ref.ID] {
+				kept = append(kept, c)
+			}
+			names = append(names, ref.Function.Name)
+		}
+		if len(kept) == len(m.ToolCalls) {
+			continue
+		}
+		if out == nil {
+			out = append(make([]json.RawMessage, 0, len(history)), history...)
+		}
+		content := m.Content
+		if len(kept) == 0 && isEmptyContent(content) {
+			content, _ = json.Marshal("[called tools: " + strings.Join(names, ", ") + "]")
+		}
+		out[i], _ = json.Marshal(replayedMessage{Role: "assistant", Content: content, ToolCalls: kept})
+	}
+	if out == nil {
+		return history
+	}
+	return out
+}
+
+// storedMessage is what replayHistory reads of a message.
+type storedMessage struct {
+	Role       string            `json:"role"`
+	Content    json.RawMessage   `json:"content"`
+	ToolCallID string            `json:"tool_call_id"`
+	ToolCalls  []json.RawMessage `json:"tool_calls"`
+}
+
+// toolCallRef is what replayHistory reads of a tool call.
+type toolCallRef struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// replayedMessage is a rewritten assistant message; content null stays null
+// when tool calls remain.
+type replayedMessage struct {
+	Role      string            `json:"role"`
+	Content   json.RawMessage   `json:"content"`
+	ToolCalls []json.RawMessage `json:"tool_calls,omitempty"`
+}
+
+// toolResults returns the tool_call_ids of the tool messages at the start of
+// next (the ones that directly follow an assistant message).
+func toolResults(next []json.RawMessage) map[string]bool {
+	var ids map[string]bool
+	for _, raw := range next {
+		var m storedMessage
+		if !bytes.Contains(raw, []byte(`"tool_call_id"`)) || json.Unmarshal(raw, &m) != nil || m.Role != "tool" {
+			break
+		}
+		if ids == nil {
+			ids = map[string]bool{}
+		}
+		ids[m.ToolCallID] = true
+	}
+	return ids
+}
+
+// isEmptyContent reports whether a message content is absent, null, "" or an
+// empty array.
+func isEmptyContent(raw json.RawMessage) bool {
+	if isNull(raw) {
+		return true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s == ""
+	}
+	var parts []json.RawMessage
+	return json.Unmarshal(raw, &parts) == nil && len(parts) == 0
 }

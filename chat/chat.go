@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -60,6 +61,10 @@ type Config struct {
 	// (tenant, scope and user prompts plus memory; DECISIONS section 6), or ""
 	// for none. It is always called on /c1. Nil injects nothing.
 	Inject func(ctx context.Context, tenantID, userID string) (string, error)
+	// Quota keeps the tenants' daily per-model budgets (model_quota_exhausted,
+	// cloudB_daily_quota_exhausted); share one Accountant with /v1 so that both
+	// endpoints count against the same budget. Nil means no quotas.
+	Quota *quota.Accountant
 }
 
 // Service serves POST /c1/chat.
@@ -73,6 +78,7 @@ type Service struct {
 	consents  preflight.Consents
 	inject    func(ctx context.Context, tenantID, userID string) (string, error)
 	keepalive time.Duration
+	quota     *quota.Accountant
 }
 
 // New returns the chat service of cfg.
@@ -87,6 +93,7 @@ func New(cfg Config) *Service {
 		consents:  cfg.Consents,
 		inject:    cfg.Inject,
 		keepalive: cfg.Keepalive,
+		quota:     cfg.Quota,
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}

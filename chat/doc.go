@@ -32,8 +32,9 @@
 //     system message (Config.Inject, inserted first by the pre-flight checks),
 //     the conversation's stored system prompt, the stored user/assistant messages
 //     (the last 2*keep_last_turns of them when keep_last_turns is set, DECISIONS 8
-//     item 16; a gw notice history_trimmed says when messages were left out), and
-//     the current user message: message as given, or, when message is a string
+//     item 16; a gw notice history_trimmed says when messages were left out;
+//     stored tool calls replayed as described under "Tool calls"), and the
+//     current user message: message as given, or, when message is a string
 //     and images are given, the parts array [text, image_url...] (images is
 //     ignored when message is a parts array). tools, tool_choice,
 //     response_format, max_tokens, temperature and stream (default true) are
@@ -43,15 +44,21 @@
 //     table, "body." for field errors) run on that body: model allowlist, image
 //     checks, vision capability, tool-call arguments, max_tokens flooring
 //     (gw-applied and x-rust-api-applied), context window, cloud consent.
-//  7. The answer is relayed (internal/relay) while the reply is captured; a gw
+//  7. With Config.Quota, the turn is admitted against the tenant's daily
+//     budget for the alias (see Quotas); a refusal answers 429 and reaches no
+//     model.
+//  8. The answer is relayed (internal/relay) while the reply is captured; a gw
 //     notice backend_fallback says when a later backend of the chain answered.
 //
 // # Persistence
 //
 // When the answer ends cleanly the user message and the captured reply are
-// appended in one transaction, and only then is the turn acknowledged: a JSON
-// answer is written after the commit; a stream sends its content as it comes,
-// but its gw.notice events and data: [DONE] only after the commit. A commit that
+// appended in one transaction, and only then is the turn acknowledged. The
+// commit runs as relay.Options.Commit, which the relay calls once the whole
+// answer arrived and the reply is captured, and before it writes the
+// acknowledgement: a JSON answer's status and body are written after the
+// commit; a stream sends its content as it comes, but its gw.notice events and
+// data: [DONE] only after the commit (keepalives go on meanwhile). A commit that
 // fails answers 500 storage_error (JSON), or ends the stream with a gw.error
 // event carrying storage_error and no [DONE]. A store failure before the answer
 // (loading the history) is 500 storage_error.
@@ -72,4 +79,37 @@
 // The system_prompt of a request is used and stored only when the conversation
 // has no stored message yet (rule 5): it becomes the conversation's first
 // message, role system, and is ignored on later turns.
+//
+// # Tool calls
+//
+// /c1 passes tools through but has no way for the client to send tool results,
+// so a stored reply's tool_calls are never answered by tool messages, and
+// strict OpenAI-compatible backends reject (400) an assistant tool call without
+// its results. When the upstream body is built, an assistant message of the
+// stored history whose tool_calls are not all answered by the tool messages
+// directly after it is therefore sent without tool_calls: with its content, or,
+// when that is empty, the text "[called tools: <name>, <name>...]" naming the
+// called functions in order. (Were some calls answered, only the unanswered
+// ones would be left out.) This also keeps a tool call whose arguments are not
+// valid JSON from failing every later turn with tool_call_arguments_invalid. The
+// stored history is unchanged: GET /c1/conversations/{id} shows the tool_calls.
+//
+// # Quotas
+//
+// With Config.Quota (one Accountant shared with /v1), each turn is admitted
+// after the pre-flight checks and before the upstream call, against the
+// tenant's daily budget for the alias (auth.Tenant.Quotas, the token file's
+// "quotas"). The reservation is max_tokens after flooring, or, without
+// max_tokens, min(context_window - prompt estimate, 4096), plus the pre-flight
+// prompt estimate. A refusal answers 429 model_quota_exhausted, or
+// cloudB_daily_quota_exhausted (param model, available_fallbacks) for an alias
+// pinned to cloudB, with Retry-After until the next 00:00 UTC; the
+// conversation id headers are sent and nothing is stored. When the answer ends
+// the ticket is settled to usage.total_tokens when the answer carried usage (a
+// JSON answer normally does; /c1 does not add stream_options, so a stream
+// normally does not) and to the whole reservation otherwise, including a stream
+// cut after its first byte or a client that went away. An upstream call that
+// fails before any answer releases the reservation; the turn still counts
+// against requests_per_day. A failed commit still settles: the model did
+// answer.
 package chat

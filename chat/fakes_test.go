@@ -17,6 +17,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/julienschmidt/httprouter"
@@ -154,6 +155,10 @@ type env struct {
 	chat  *chat.Service
 	h     http.Handler
 	clock *clock.Fake
+	// tenants are the tenants by id that the stand-in middleware hands over;
+	// another id gets a plain tenant.
+	tenants map[string]*auth.Tenant
+	quota   *quota.Accountant
 }
 
 type envOption func(*env, *chat.Config)
@@ -168,6 +173,19 @@ func withInject(f func(tenant, user string) (string, error)) envOption {
 	}
 }
 
+// withQuota wires a quota Accountant over the test catalog and the env's clock,
+// and serves the given tenants (by id) with their quotas.
+func withQuota(tenants ...*auth.Tenant) envOption {
+	return func(e *env, c *chat.Config) {
+		e.quota = quota.New(e.clock, c.Catalog)
+		c.Quota = e.quota
+		e.tenants = map[string]*auth.Tenant{}
+		for _, t := range tenants {
+			e.tenants[t.ID] = t
+		}
+	}
+}
+
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	e := &env{st: memstore.New(), up: &fakeUpstream{}, clock: clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))}
@@ -179,20 +197,24 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	e.chat = chat.New(cfg)
 	r := httprouter.New()
-	r.Handler("POST", "/c1/chat", withPrincipal(e.chat))
-	r.Handler("GET", "/c1/conversations/:id", withPrincipal(http.HandlerFunc(e.conv.HandleGet)))
+	r.Handler("POST", "/c1/chat", e.withPrincipal(e.chat))
+	r.Handler("GET", "/c1/conversations/:id", e.withPrincipal(http.HandlerFunc(e.conv.HandleGet)))
 	e.h = r
 	return e
 }
 
-func withPrincipal(h http.Handler) http.Handler {
+func (e *env) withPrincipal(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tenant := r.Header.Get("X-Test-Tenant")
-		if tenant == "" {
-			tenant = "t1"
+		id := r.Header.Get("X-Test-Tenant")
+		if id == "" {
+			id = "t1"
 		}
-		p := &auth.Principal{Tenant: &auth.Tenant{ID: tenant}, Role: auth.RoleMember}
-		p.Tenant.Settings.CloudDocConsent = r.Header.Get("X-Test-Consent") == "on"
+		tenant := e.tenants[id]
+		if tenant == nil {
+			tenant = &auth.Tenant{ID: id}
+			tenant.Settings.CloudDocConsent = r.Header.Get("X-Test-Consent") == "on"
+		}
+		p := &auth.Principal{Tenant: tenant, Role: auth.RoleMember}
 		h.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
 	})
 }

@@ -54,6 +54,25 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
+	ticket, err := s.admit(auth.FromContext(r.Context()).Tenant, t.q, pf)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	// The reply is captured to be stored, and for its usage when a quota
+	// applies.
+	var capture *relay.Capture
+	if !t.ephemeral || ticket != nil {
+		capture = new(relay.Capture)
+	}
+	answered := false // upstream.Do succeeded: the upstream spent tokens
+	defer func() {
+		if answered {
+			ticket.Settle(usedTokens(capture))
+		} else {
+			ticket.Cancel()
+		}
+	}()
 	resp, err := s.upstream.Do(r.Context(), &upstream.Request{
 		Alias:     t.alias,
 		Path:      "/chat/completions",
@@ -65,6 +84,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
+	answered = true
 	var notices []relay.Notice
 	if t.trimmed {
 		notices = append(notices, relay.Notice{Code: relay.NoticeHistoryTrimmed, Message: fmt.Sprintf(
@@ -77,6 +97,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Stream:    t.stream,
 		Notices:   notices,
 		Applied:   pf.Applied(),
+		Capture:   capture,
 		Model:     t.alias,
 		Clock:     s.clock,
 		Keepalive: s.keepalive,
@@ -142,6 +163,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	}
 	var sent []json.RawMessage
 	sent, t.trimmed = trimHistory(history, q.KeepLastTurns)
+	sent = replayHistory(sent)
 	if t.userMsg, err = userMessage(q.Message, t.images); err != nil {
 		return nil, errcat.Internal(err)
 	}
@@ -181,47 +203,6 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	return pf, nil
 }
 
-// relay sends the answer and persists the turn before acknowledging it: a JSON
-// answer is written after the commit, a stream's notices and data: [DONE] are
-// sent after it. A failed commit answers storage_error instead (the JSON error
-// envelope, or a gw.error event ending the stream). An answer that did not
-// complete stores nothing.
-func (s *Service) relay(w http.ResponseWriter, r *http.Request, resp *upstream.Response, t *turn, opts relay.Options) {
-	if t.ephemeral {
-		relay.Response(w, r, resp, opts)
-		return
-	}
-	var capture relay.Capture
-	opts.Capture = &capture
-	hw := newHoldWriter(w)
-	res := relay.Response(hw, r, resp, opts)
-	if !res.Complete {
-		// Failed or cut: nothing is stored. What the relay reported (a JSON
-		// error, or a stream ended by gw.error) has already passed through.
-		hw.discard()
-		return
-	}
-	err := s.history.Append(r.Context(), t.tenant, t.user, t.id,
-		[]json.RawMessage{t.userMsg, assistantMessage(&capture)}, t.newSystemPrompt)
-	if err != nil {
-		hw.discard()
-		e := errcat.As(err)
-		if e.Code != errcat.StorageError && e.Code != errcat.ConversationNotFound {
-			e = errcat.Storage(err)
-		}
-		if res.Stream {
-			httpx.InfoFrom(r.Context()).Err = e
-			relay.NewSSE(headerlessWriter{w}).Error(e)
-			return
-		}
-		httpx.WriteError(w, r, e)
-		return
-	}
-	if err := hw.release(); err != nil {
-		httpx.InfoFrom(r.Context()).Logger.Warn("chat: acknowledgement not delivered after commit", "error", err)
-	}
-}
-
 // system returns the pre-flight hook that injects memory and prompts.
 func (s *Service) system(tenant, user string) func(context.Context) (string, error) {
 	if s.inject == nil {
@@ -234,17 +215,6 @@ func (s *Service) system(tenant, user string) func(context.Context) (string, err
 		}
 		return text, nil
 	}
-}
-
-// assistantMessage is the captured reply as a stored message: content (a
-// string; "" when the reply only called tools) and tool_calls in OpenAI's shape.
-func assistantMessage(c *relay.Capture) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role      string           `json:"role"`
-		Content   string           `json:"content"`
-		ToolCalls []relay.ToolCall `json:"tool_calls,omitempty"`
-	}{"assistant", c.Content, c.ToolCalls})
-	return b
 }
 
 // lastMessage returns the last message of an OpenAI request body.
@@ -264,10 +234,3 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 	}
 	return raw
 }
-
-// headerlessWriter writes an event into a stream whose headers were sent.
-type headerlessWriter struct{ http.ResponseWriter }
-
-func (headerlessWriter) WriteHeader(int)               {}
-func (headerlessWriter) Header() http.Header           { return http.Header{} }
-func (h headerlessWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }

@@ -56,12 +56,19 @@ func TestToolCallsStored(t *testing.T) {
 			if diff := cmp.Diff(want, e.history(t, "t1", "alice", "c1")); diff != "" {
 				t.Errorf("stored history mismatch (-want +got):\n%s", diff)
 			}
-			// The next turn sends the tool call back as it was stored.
+			// The next turn replays the unanswered tool call as text (strict
+			// backends reject a tool call without its tool result)...
 			if rec := e.post(t, "alice", `{"conversation_id":"c1","message":"and tomorrow?",`+tools+`}`); rec.Code != 200 {
 				t.Fatal(rec.Body)
 			}
-			if diff := cmp.Diff(append(want, msg("user", "and tomorrow?")), e.up.lastBody(t)["messages"]); diff != "" {
+			replayed := []any{msg("user", "weather?"), msg("assistant", "[called tools: get_weather]"), msg("user", "and tomorrow?")}
+			if diff := cmp.Diff(replayed, e.up.lastBody(t)["messages"]); diff != "" {
 				t.Errorf("turn 2 upstream messages mismatch (-want +got):\n%s", diff)
+			}
+			// ...and the stored history keeps it as it was.
+			want = append(want, msg("user", "and tomorrow?"), msg("assistant", "reply 2"))
+			if diff := cmp.Diff(want, e.history(t, "t1", "alice", "c1")); diff != "" {
+				t.Errorf("stored history after turn 2 mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -294,6 +301,10 @@ func (w *ackWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseRecorder.Write(b)
 }
+
+// WriteString hides the recorder's own, which io.WriteString would call
+// instead of Write.
+func (w *ackWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
 func TestCommitBeforeAcknowledgement(t *testing.T) {
 	for _, stream := range []string{"true", "false"} {

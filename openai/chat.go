@@ -45,6 +45,24 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	ticket, err := s.admit(p.Tenant, pf)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var capture *relay.Capture // for the usage, when a quota applies
+	if ticket != nil {
+		capture = new(relay.Capture)
+	}
+	answered := false // upstream.Do succeeded: the upstream spent tokens
+	defer func() {
+		if answered {
+			ticket.Settle(usedTokens(capture))
+		} else {
+			ticket.Cancel()
+		}
+	}()
+
 	info := httpx.InfoFrom(ctx)
 	resp, err := s.up.Do(ctx, &upstream.Request{
 		Alias:     pf.Model.Alias,
@@ -57,6 +75,7 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
+	answered = true
 	var notices []relay.Notice
 	if resp.Fallback {
 		notices = append(notices, relay.BackendFallback(resp))
@@ -65,6 +84,7 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		Stream:    pf.Stream,
 		Notices:   notices,
 		Applied:   pf.Applied(),
+		Capture:   capture,
 		Keepalive: s.keepalive,
 		Model:     pf.Model.Alias,
 		Clock:     s.clock,

@@ -15,6 +15,21 @@
 // with their own codes (upstream_bad_request with the upstream's 4xx status,
 // upstream_error, upstream_timeout, upstream_unavailable, ...).
 //
+// Quotas (Config.Quota, the tenant's "quotas" in the token file): after the
+// pre-flight checks and before the upstream call, the request is admitted
+// against the tenant's daily budget for the alias, reserving max_tokens (or
+// max_completion_tokens, the larger, after flooring; without either
+// min(context_window - prompt estimate, 4096)) plus the pre-flight prompt
+// estimate. A refusal answers 429 model_quota_exhausted, or
+// cloudB_daily_quota_exhausted with available_fallbacks for an alias pinned to
+// cloudB, with Retry-After until 00:00 UTC. When the answer ends the ticket is
+// settled to usage.total_tokens of the JSON answer or of the stream's usage
+// chunk (sent when the client asked for it with stream_options.include_usage;
+// the gateway does not add it); without usage, the whole reservation is
+// charged, also when the answer was cut or the client went away. An upstream
+// call that fails before any answer releases the reservation; the request
+// still counts against requests_per_day.
+//
 // # GET /v1/models
 //
 // An OpenAI model list, {"object":"list","data":[{"id","object":"model",
@@ -40,6 +55,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -72,6 +88,10 @@ type Config struct {
 	// SSE keepalive comment. 0 means relay.DefaultKeepalive (15 s); negative
 	// disables keepalives.
 	KeepaliveInterval time.Duration
+	// Quota keeps the tenants' daily per-model budgets (model_quota_exhausted,
+	// cloudB_daily_quota_exhausted); share one Accountant with /c1 so that both
+	// endpoints count against the same budget. Nil means no quotas.
+	Quota *quota.Accountant
 }
 
 // Service serves the /v1 chat, models and info endpoints. Its handler methods
@@ -85,6 +105,7 @@ type Service struct {
 	inject    func(ctx context.Context, tenantID, userID string) (string, error)
 	keepalive time.Duration
 	consents  preflight.Consents
+	quota     *quota.Accountant
 	created   int64 // the models' created time
 
 	mu     sync.Mutex
@@ -100,6 +121,7 @@ func New(cfg Config) *Service {
 		logger:    cfg.Logger,
 		inject:    cfg.Inject,
 		keepalive: cfg.KeepaliveInterval,
+		quota:     cfg.Quota,
 		models:    map[string]cachedList{},
 	}
 	if s.clock == nil {

@@ -68,7 +68,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	answered := false // upstream.Do succeeded: the upstream spent tokens
 	defer func() {
 		if answered {
-			ticket.Settle(usedTokens(capture))
+			ticket.Settle(capture.UsedTokens())
 		} else {
 			ticket.Cancel()
 		}

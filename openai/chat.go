@@ -57,7 +57,7 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 	answered := false // upstream.Do succeeded: the upstream spent tokens
 	defer func() {
 		if answered {
-			ticket.Settle(usedTokens(capture))
+			ticket.Settle(capture.UsedTokens())
 		} else {
 			ticket.Cancel()
 		}

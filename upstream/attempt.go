@@ -16,6 +16,7 @@ type outcome struct {
 	resp     *Response     // set on success (2xx)
 	err      *errcat.Error // set on failure
 	answered bool          // the backend answered with a non-2xx status
+	silent   bool          // the backend took the request but sent no first byte in time
 	retry    bool          // the next backend of the chain may be tried
 }
 
@@ -63,7 +64,7 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 		case total.Err() != nil:
 			o, kind = outcome{err: timeoutError(err)}, outcomeTotalTimeout
 		case firstByteTimedOut:
-			o, kind = outcome{err: unavailable("no model backend answered in time", err), retry: true}, outcomeFirstByteTimeout
+			o, kind = outcome{err: firstByteTimeout(err), silent: true, retry: true}, outcomeFirstByteTimeout
 		default:
 			o, kind = outcome{err: unavailable("no model backend could be reached", err), retry: true}, outcomeConnectError
 		}

@@ -36,6 +36,12 @@ func timeoutError(cause error) *errcat.Error {
 	return &errcat.Error{Code: errcat.UpstreamTimeout, Message: "upstream time-out reached", Cause: cause}
 }
 
+// firstByteTimeout is the error when a backend sent nothing before the
+// first-byte time-out: a time-out, not a failure to connect.
+func firstByteTimeout(cause error) *errcat.Error {
+	return &errcat.Error{Code: errcat.UpstreamTimeout, Message: "no model backend answered within the first-byte time-out", Cause: cause}
+}
+
 // callerDone is the error when the caller's context ended: upstream_timeout for a
 // deadline, else upstream_unavailable whose cause is context.Canceled (or the
 // context's cause), so errors.Is(err, context.Canceled) holds.

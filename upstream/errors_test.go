@@ -62,9 +62,12 @@ func TestErrorMapping(t *testing.T) {
 			&errcat.Error{Code: errcat.UpstreamUnavailable, Message: "no model backend could be reached"}},
 		{"pinned refused", "lm-4-scout-cloudA", ok(), refused(), ok(),
 			&errcat.Error{Code: errcat.UpstreamUnavailable, Message: "no model backend could be reached"}},
-		{"all time out before the first byte", "lm-4-scout",
+		{"silent backends then a refused one", "lm-4-scout",
 			answers(upstreamtest.Reply{Hang: true}), answers(upstreamtest.Reply{Latency: 5 * time.Second}), refused(),
-			&errcat.Error{Code: errcat.UpstreamUnavailable, Message: "no model backend could be reached"}},
+			&errcat.Error{Code: errcat.UpstreamTimeout, Message: "no model backend answered within the first-byte time-out"}},
+		{"pinned backend silent", "lm-4-scout-local",
+			answers(upstreamtest.Reply{Hang: true}), refused(), refused(),
+			&errcat.Error{Code: errcat.UpstreamTimeout, Message: "no model backend answered within the first-byte time-out"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

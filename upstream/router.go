@@ -145,8 +145,9 @@ func (r *Router) Close() error {
 // model_not_in_allowlist (param model); an alias with no configured backend is
 // upstream_unavailable; a JSON body that is not an object is invalid_json. When
 // every attempt failed, the error is that of the last backend that answered,
-// else upstream_unavailable (also when the backends only timed out before the
-// first byte). The total time-out bounds the whole call, reading the body
+// else 504 upstream_timeout when a backend took the request but stayed silent
+// past the first-byte time-out, else 503 upstream_unavailable (none could be
+// connected to; DECISIONS 8 item 20). The total time-out bounds the whole call, reading the body
 // included; closing Body releases the call. Response.Fallback is true when an
 // earlier configured backend of the chain was tried and failed.
 func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
@@ -162,7 +163,7 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 		return nil, err
 	}
 	total, cancelTotal := context.WithTimeout(ctx, r.backends.TotalTimeout)
-	var lastAnswered, lastErr *errcat.Error
+	var lastAnswered, lastSilent, lastErr *errcat.Error
 	for i := range chain {
 		if i > 0 && !p.retryable() {
 			break
@@ -178,6 +179,9 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 		if o.answered {
 			lastAnswered = o.err
 		}
+		if o.silent {
+			lastSilent = o.err
+		}
 		lastErr = o.err
 		if !o.retry {
 			cancelTotal()
@@ -185,8 +189,11 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 		}
 	}
 	cancelTotal()
-	if lastAnswered != nil {
+	switch {
+	case lastAnswered != nil:
 		return nil, lastAnswered
+	case lastSilent != nil:
+		return nil, lastSilent
 	}
 	return nil, lastErr
 }

@@ -62,11 +62,13 @@ func (g *Gateway) routes() []route {
 		{"DELETE", "/v1/memory", "memory:write", userRequired, g.mem.DeleteEntry},
 		{"GET", "/v1/memory/usage", "memory:read", userRequired, g.mem.GetUsage},
 
-		// System prompts: versions per level (tenant, scope, user).
+		// System prompts: versions per level (tenant, scope, user). A tenant admin
+		// reads the tenant and scope levels without GW-User-Id; the user level
+		// always needs one (the handler asks for it).
 		{"PUT", "/v1/system-prompts/:level", "system_prompts:write:{level}", userRequired, g.mem.PutPrompt},
-		{"GET", "/v1/system-prompts/:level", "system_prompts:read", userRequired, g.mem.GetPrompt},
+		{"GET", "/v1/system-prompts/:level", "system_prompts:read", userOrAdminRead, g.mem.GetPrompt},
 		{"DELETE", "/v1/system-prompts/:level", "system_prompts:write:{level}", userRequired, g.mem.DeletePrompt},
-		{"GET", "/v1/system-prompts/:level/versions", "system_prompts:read", userRequired, g.mem.ListPromptVersions},
+		{"GET", "/v1/system-prompts/:level/versions", "system_prompts:read", userOrAdminRead, g.mem.ListPromptVersions},
 		{"PUT", "/v1/system-prompts/:level/current/:n", "system_prompts:write:{level}", userRequired, g.mem.SetCurrentPrompt},
 		{"DELETE", "/v1/system-prompts/:level/v/:n", "system_prompts:write:{level}", userRequired, g.mem.DeletePromptVersion},
 

@@ -358,12 +358,14 @@ func TestIsolation(t *testing.T) {
 		t.Errorf("upstream called for another user's conversation")
 	}
 
-	// Another tenant's user of the same name and id has a conversation of their own.
-	if rec := e.post(t, "alice", `{"conversation_id":"c1","message":"other tenant"}`, "X-Test-Tenant", "t2"); rec.Code != 200 {
-		t.Fatalf("other tenant = %d %s", rec.Code, rec.Body)
+	// Another tenant's user of the same name cannot use the id either: the
+	// conversation belongs to the tenant that stored it first.
+	rec = e.post(t, "alice", `{"conversation_id":"c1","message":"other tenant"}`, "X-Test-Tenant", "t2")
+	if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 404 || code != "conversation_not_found" {
+		t.Errorf("other tenant on c1 = %d %s; want 404 conversation_not_found", rec.Code, rec.Body)
 	}
-	if diff := cmp.Diff([]any{msg("user", "other tenant")}, e.up.lastBody(t)["messages"]); diff != "" {
-		t.Errorf("other tenant sees history (-want +got):\n%s", diff)
+	if len(e.up.Calls()) != calls {
+		t.Errorf("upstream called for another tenant's conversation")
 	}
 	want := []any{msg("system", "alice sys"), msg("user", "alice secret"), msg("assistant", "reply 1")}
 	if diff := cmp.Diff(want, e.history(t, "t1", "alice", "c1")); diff != "" {

@@ -143,9 +143,17 @@ func TestOwnership(t *testing.T) {
 	if errcat.CodeOf(err) != errcat.ConversationNotFound {
 		t.Errorf("Append(bob) error = %v; want conversation_not_found", err)
 	}
-	// Another tenant with the same user and id is another conversation.
-	if got, err := e.svc.Load(ctx, "t2", "alice", "c1"); err != nil || got != nil {
-		t.Errorf("Load(t2) = %v, %v; want nil, nil", got, err)
+	// The id belongs to t1: another tenant can neither read nor create it.
+	if got, err := e.svc.Load(ctx, "t2", "alice", "c1"); errcat.CodeOf(err) != errcat.ConversationNotFound || got != nil {
+		t.Errorf("Load(t2) = %v, %v; want conversation_not_found", got, err)
+	}
+	err = e.svc.Append(ctx, "t2", "alice", "c1", []json.RawMessage{msg("user", "x")}, "")
+	if errcat.CodeOf(err) != errcat.ConversationNotFound {
+		t.Errorf("Append(t2) error = %v; want conversation_not_found", err)
+	}
+	// An id never stored is free for anyone.
+	if got, err := e.svc.Load(ctx, "t2", "alice", "c2"); err != nil || got != nil {
+		t.Errorf("Load(t2, c2) = %v, %v; want nil, nil", got, err)
 	}
 
 	tests := []struct {

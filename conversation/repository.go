@@ -101,10 +101,14 @@ func (r *Repository) Load(ctx context.Context, tenant, user, id string) ([]json.
 	err := r.st.View(ctx, func(tx store.Tx) error {
 		msgs = nil
 		m, err := getMeta(tx, p)
-		if err != nil || m == nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if m.UserID != user {
+		case m == nil && ownedElsewhere(tx, tenant, id):
+			return notFound()
+		case m == nil:
+			return nil
+		case m.UserID != user:
 			return notFound()
 		}
 		msgs, err = scanMessages(tx, p, int(m.MessageCount))
@@ -116,16 +120,31 @@ func (r *Repository) Load(ctx context.Context, tenant, user, id string) ([]json.
 	return msgs, nil
 }
 
+// scanMessages copies the messages of the conversation whose prefix is p (n
+// of them expected) out of the transaction: into one buffer, which the
+// returned messages share (their capacity ends where they do, so appending to
+// one never writes into the next).
 func scanMessages(tx store.Tx, p []byte, n int) ([]json.RawMessage, error) {
-	msgs := make([]json.RawMessage, 0, n)
+	ends := make([]int, 0, n)
+	var buf []byte
 	err := tx.Scan(bucketMsg, p, false, func(k, v []byte) (bool, error) {
 		if len(k) != len(p)+8 {
 			return false, errors.New("malformed message key")
 		}
-		msgs = append(msgs, bytes.Clone(v))
+		buf = append(buf, v...)
+		ends = append(ends, len(buf))
 		return true, nil
 	})
-	return msgs, err
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]json.RawMessage, len(ends))
+	start := 0
+	for i, end := range ends {
+		msgs[i] = buf[start:end:end]
+		start = end
+	}
+	return msgs, nil
 }
 
 // Append stores msgs (OpenAI chat message objects with role user or assistant)
@@ -166,7 +185,12 @@ func (r *Repository) Append(ctx context.Context, tenant, user, id string, msgs [
 			return err
 		}
 		switch {
+		case m == nil && ownedElsewhere(tx, tenant, id):
+			return notFound()
 		case m == nil:
+			if err := tx.Put(bucketOwner, []byte(id), []byte(tenant)); err != nil {
+				return err
+			}
 			m = &meta{UserID: user, Created: now}
 			if sys != nil {
 				if err := tx.Put(bucketMsg, msgKey(p, 0), sys); err != nil {
@@ -308,6 +332,9 @@ func (r *Repository) Delete(ctx context.Context, tenant, user, id string) (int64
 			return err
 		}
 		n = int64(len(keys))
+		if err := tx.Delete(bucketOwner, []byte(id)); err != nil {
+			return err
+		}
 		return tx.Delete(bucketMeta, p)
 	})
 	if err != nil {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -18,7 +20,8 @@ import (
 )
 
 // buildRouter registers every route of the table, wrapped in the per-route
-// middleware, and answers route_not_found for everything else.
+// middleware, and answers route_not_found for everything else. The router is
+// served only by serve, whose *statusWriter carries the request's Info.
 func (g *Gateway) buildRouter(routes []route) *httprouter.Router {
 	r := httprouter.New()
 	r.RedirectTrailingSlash = false
@@ -26,10 +29,10 @@ func (g *Gateway) buildRouter(routes []route) *httprouter.Router {
 	r.HandleMethodNotAllowed = false
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteError(w, r, errcat.Newf(errcat.RouteNotFound, "", "No route for %s %s.", r.Method, r.URL.Path))
+		writeError(w, infoOf(w), errcat.Newf(errcat.RouteNotFound, "", "No route for %s %s.", r.Method, r.URL.Path))
 	})
 	for _, rt := range routes {
-		r.Handler(rt.method, rt.path, g.wrap(rt))
+		r.Handle(rt.method, rt.path, g.wrap(rt))
 	}
 	return r
 }
@@ -38,11 +41,11 @@ func (g *Gateway) buildRouter(routes []route) *httprouter.Router {
 // the request log line.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	info := &httpx.Info{RequestID: requestID(r.Header.Get(httpx.HeaderRequestID))}
-	info.Logger = g.log.With("request_id", info.RequestID)
-	w.Header().Set(httpx.HeaderRequestID, info.RequestID)
-	sw := &statusWriter{ResponseWriter: w}
-	r = r.WithContext(httpx.WithInfo(r.Context(), info))
+	st := new(requestState) // the request's Info and writer in one allocation
+	info, sw := &st.info, &st.sw
+	info.Init(requestID(r.Header.Get(httpx.HeaderRequestID)), g.log)
+	info.SetRequestIDHeader(w.Header())
+	*sw = statusWriter{ResponseWriter: w, info: info}
 	defer func() {
 		if p := recover(); p != nil {
 			info.Err = errcat.Internal(fmt.Errorf("panic: %v", p))
@@ -50,10 +53,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 				errcat.Write(sw, info.Err)
 			}
 		}
-		g.logRequest(r, sw, info, time.Since(start))
+		g.logRequest(r, sw, info, start)
 	}()
 	if r.ContentLength > g.cfg.bodyLimit {
-		httpx.WriteError(sw, r, errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", g.cfg.bodyLimit))
+		writeError(sw, info, errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", g.cfg.bodyLimit))
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -62,8 +65,24 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	g.router.ServeHTTP(sw, r)
 }
 
-func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info, d time.Duration) {
-	attrs := []slog.Attr{
+// requestState is what serve allocates for a request.
+type requestState struct {
+	info httpx.Info
+	sw   statusWriter
+}
+
+// logRequest writes the request log line, unless the logger drops it.
+func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info, start time.Time) {
+	level := slog.LevelInfo
+	if e := info.Err; e != nil && sw.status >= 500 {
+		level = slog.LevelError
+	}
+	ctx := r.Context()
+	if !g.log.Enabled(ctx, level) {
+		return
+	}
+	d := time.Since(start)
+	attrs := [...]slog.Attr{
 		slog.String("request_id", info.RequestID),
 		slog.String("tenant", info.Tenant),
 		slog.String("method", r.Method),
@@ -71,40 +90,58 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 		slog.Int("status", sw.status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", sw.bytes),
+		{}, {}, // code and cause
 	}
-	level := slog.LevelInfo
+	n := 7
 	if e := info.Err; e != nil {
-		attrs = append(attrs, slog.String("code", string(e.Code)))
+		attrs[n] = slog.String("code", string(e.Code))
+		n++
 		if e.Cause != nil {
-			attrs = append(attrs, slog.String("cause", e.Cause.Error()))
-		}
-		if sw.status >= 500 {
-			level = slog.LevelError
+			attrs[n] = slog.String("cause", e.Cause.Error())
+			n++
 		}
 	}
-	g.log.LogAttrs(r.Context(), level, "request", attrs...)
+	g.log.LogAttrs(ctx, level, "request", attrs[:n]...)
 }
 
 // wrap applies the per-route rules: bearer auth, tenant binding, rate limit,
-// scope, user_id bans and the GW-User-Id rule.
-func (g *Gateway) wrap(rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := httpx.InfoFrom(r.Context())
+// scope, user_id bans and the GW-User-Id rule. The handler gets a request
+// whose context carries the Info, the path parameters and the principal
+// (one Request copy).
+func (g *Gateway) wrap(rt route) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		info := infoOf(w)
 		info.Route = rt.path
+		ctx := httpx.NewContext(r.Context(), info, ps)
 		if rt.user == public {
-			rt.h(w, r)
+			rt.h(w, r.WithContext(ctx))
 			return
 		}
-		p, err := g.authorize(r, rt, info)
+		p, err := g.authorize(r, ps, rt, info)
 		if err != nil {
-			httpx.WriteError(w, r, err)
+			writeError(w, info, err)
 			return
 		}
-		rt.h(w, r.WithContext(auth.NewContext(r.Context(), p)))
-	})
+		rt.h(w, r.WithContext(auth.NewContext(ctx, p)))
+	}
 }
 
-func (g *Gateway) authorize(r *http.Request, rt route, info *httpx.Info) (*auth.Principal, error) {
+// infoOf returns the Info of the request that w answers: w is serve's
+// *statusWriter.
+func infoOf(w http.ResponseWriter) *httpx.Info {
+	if sw, ok := w.(*statusWriter); ok {
+		return sw.info
+	}
+	return httpx.InfoFrom(context.Background()) // not through serve: a fresh Info
+}
+
+// writeError is httpx.WriteError for the middleware, which holds the Info
+// before the request's context carries it.
+func writeError(w http.ResponseWriter, info *httpx.Info, err error) {
+	info.Err = errcat.Write(w, err)
+}
+
+func (g *Gateway) authorize(r *http.Request, ps httprouter.Params, rt route, info *httpx.Info) (*auth.Principal, error) {
 	p, err := g.authenticate(r)
 	if err != nil {
 		return nil, err
@@ -113,10 +150,13 @@ func (g *Gateway) authorize(r *http.Request, rt route, info *httpx.Info) (*auth.
 	if ok, wait := g.limiter.Allow(p.Digest, p.Rate); !ok {
 		return nil, &errcat.Error{Code: errcat.RateLimitExceeded, Message: "Rate limit exceeded", RetryAfter: retrySeconds(wait)}
 	}
-	if rt.scope != "" && !p.Allows(routeScope(r, rt.scope)) {
-		return nil, errcat.Newf(errcat.Forbidden, "", "This token lacks the scope %s.", routeScope(r, rt.scope))
+	if rt.scope != "" {
+		if scope := routeScope(ps, rt.scope); !p.Allows(scope) {
+			return nil, errcat.Newf(errcat.Forbidden, "", "This token lacks the scope %s.", scope)
+		}
 	}
-	if strings.Contains(r.URL.RawQuery, "user_id") {
+	if q := r.URL.RawQuery; strings.Contains(q, "user_id") || strings.Contains(q, "%") {
+		// % may encode user_id (user%5Fid): the parsed query decides.
 		if err := httpx.RejectUserIDQuery(r); err != nil {
 			return nil, err
 		}
@@ -133,28 +173,40 @@ func (g *Gateway) authenticate(r *http.Request) (*auth.Principal, error) {
 	if h == "" {
 		return nil, errcat.New(errcat.MissingAuthorization, "headers.authorization", "The Authorization header is missing.")
 	}
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		token, ok = strings.CutPrefix(h, "bearer ")
+	// RFC 7235: the auth-scheme is case-insensitive.
+	ok := len(h) > len("Bearer ") && strings.EqualFold(h[:len("Bearer")], "Bearer") && h[len("Bearer")] == ' '
+	token := ""
+	if ok {
+		token = strings.TrimSpace(h[len("Bearer "):])
 	}
-	token = strings.TrimSpace(token)
 	if !ok || token == "" {
 		return nil, errcat.New(errcat.InvalidAuthorization, "headers.authorization", "The Authorization header must be 'Bearer <token>'.")
 	}
-	p, ok := g.cfg.tokens.Lookup(auth.DigestOf(token))
+	p, ok := g.cfg.tokens.Lookup(digestOf(token))
 	if !ok {
 		return nil, errcat.New(errcat.InvalidAuthorization, "headers.authorization", "The bearer token is not valid.")
 	}
-	if t := r.Header.Get(httpx.HeaderTenantID); t != "" && t != p.Tenant.ID {
+	if t := httpx.TenantIDHeader(r); t != "" && t != p.Tenant.ID {
 		return nil, errcat.New(errcat.InvalidAuthorization, "headers.authorization", "The token is not bound to the tenant named by GW-Tenant-Id.")
 	}
 	return p, nil
 }
 
+// digestOf is auth.DigestOf without its allocation: the conversion of a token
+// longer than 32 bytes to []byte escapes to the heap there, here it hashes a
+// copy on the stack.
+func digestOf(token string) auth.Digest {
+	var buf [256]byte
+	if len(token) > len(buf) {
+		return auth.DigestOf(token)
+	}
+	return sha256.Sum256(append(buf[:0], token...))
+}
+
 // routeScope fills a "{level}" placeholder of scope from the path.
-func routeScope(r *http.Request, scope string) string {
+func routeScope(ps httprouter.Params, scope string) string {
 	if i := strings.Index(scope, "{level}"); i >= 0 {
-		return scope[:i] + httpx.Param(r, "level") + scope[i+len("{level}"):]
+		return scope[:i] + ps.ByName("level") + scope[i+len("{level}"):]
 	}
 	return scope
 }
@@ -165,13 +217,12 @@ func (g *Gateway) rejectUserIDBody(r *http.Request, info *httpx.Info) error {
 	if r.Body == nil || r.Body == http.NoBody || strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
 		return nil
 	}
-	b, err := httpx.ReadBody(r)
+	b, err := info.ReadBody(r)
 	if err != nil {
 		return err
 	}
-	info.Body, info.BodyRead = b, true
-	if !bytes.Contains(b, []byte(`"user_id"`)) {
-		return nil
+	if !bytes.Contains(b, []byte(`"user_id"`)) && !bytes.Contains(b, []byte(`\u`)) {
+		return nil // neither user_id nor an escape that could spell it (user\u005fid)
 	}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(b, &top) != nil {
@@ -186,7 +237,7 @@ func (g *Gateway) rejectUserIDBody(r *http.Request, info *httpx.Info) error {
 
 // checkUser applies the route's GW-User-Id rule.
 func checkUser(r *http.Request, rt route, p *auth.Principal) error {
-	u := r.Header.Get(httpx.HeaderUserID)
+	u := httpx.UserID(r)
 	if u != "" {
 		if len(u) > 256 || strings.ContainsFunc(u, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 			return errcat.New(errcat.InvalidField, "headers.gw-user-id", "GW-User-Id must be at most 256 printable characters.")
@@ -217,13 +268,15 @@ func requestID(given string) string {
 	if given != "" && len(given) <= 128 && !strings.ContainsFunc(given, func(c rune) bool { return c < 0x20 || c > 0x7e }) {
 		return given
 	}
-	return "req_" + strconv.FormatUint(rand.Uint64(), 36)
+	var buf [len("req_") + 13]byte // 13 base-36 digits hold a uint64
+	return string(strconv.AppendUint(append(buf[:0], "req_"...), rand.Uint64(), 36))
 }
 
 // statusWriter records the status and size of an answer for the log line. It
 // unwraps for http.ResponseController, so flushing SSE works through it.
 type statusWriter struct {
 	http.ResponseWriter
+	info   *httpx.Info
 	status int
 	bytes  int64
 	wrote  bool

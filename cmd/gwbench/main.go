@@ -84,6 +84,12 @@ type config struct {
 	c1Convs         int
 	dataDir         string
 	jsonOut         string
+	gatewayPprof    string
+	streams         int
+	slowChunks      int
+	slowInterval    time.Duration
+	slowRamp        float64
+	slowH2C         bool
 	quick           bool
 	command         string // the command line, for the report
 }
@@ -98,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "measured time per scenario and target")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured load per scenario and target before the rounds")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds the duration is cut into; the targets alternate each round")
-	scen := fs.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios")
+	scen := fs.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios; also "+scenarioSlowStreams+" (not by default): the memory of many slow concurrent streams")
 	targ := fs.String("targets", strings.Join(allTargets, ","), "comma-separated targets: direct, proxy, gateway")
 	fs.DurationVar(&cfg.upstreamLatency, "upstream-latency", 0, "fake upstream: wait before the response headers")
 	fs.IntVar(&cfg.chunks, "chunks", 16, "fake upstream: content chunks of a stream")
@@ -112,6 +118,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.c1Convs, "c1-convs", 0, "/c1: continuing conversations to create; 0: enough that each is continued at most 8 times")
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "the gateway's data directory; default: a temporary directory, removed at the end")
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the results as JSON to this file")
+	fs.IntVar(&cfg.streams, "streams", 10000, scenarioSlowStreams+": concurrent streams")
+	fs.IntVar(&cfg.slowChunks, "slow-chunks", 30, scenarioSlowStreams+": content chunks of each stream")
+	fs.DurationVar(&cfg.slowInterval, "slow-interval", time.Second, scenarioSlowStreams+": wait between stream events")
+	fs.Float64Var(&cfg.slowRamp, "slow-ramp", 1000, scenarioSlowStreams+": streams opened per second")
+	fs.BoolVar(&cfg.slowH2C, "slow-h2c", false, scenarioSlowStreams+": the proxy and the gateway reach the fake over h2c (HTTP/2 without TLS), multiplexing the streams on few connections, instead of one HTTP/1.1 connection per stream")
+	fs.StringVar(&cfg.gatewayPprof, "gateway-pprof", "", "serve the gateway process's net/http/pprof on this address (host:port), for profiling under load")
 	fs.BoolVar(&cfg.quick, "quick", false, "a run of a few seconds: -rate 200 -duration 300ms -warmup 100ms -rounds 1 -peak-workers 8")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -136,7 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // validate checks the values that would make a run meaningless.
 func (c config) validate() error {
 	for _, s := range c.scenarios {
-		if !slices.Contains(scenarioNames(), s) {
+		if !slices.Contains(scenarioNames(), s) && s != scenarioSlowStreams {
 			return fmt.Errorf("-scenarios: unknown scenario %q (want %s)", s, strings.Join(scenarioNames(), ", "))
 		}
 	}
@@ -154,6 +166,8 @@ func (c config) validate() error {
 		return errors.New("-duration/-rounds must be at least 10ms")
 	case c.chunks < 1 || c.peakWorkers < 1 || c.conns < 1 || c.maxInflight < 1 || c.timeout <= 0:
 		return errors.New("-chunks, -peak-workers, -conns, -max-inflight and -timeout must be positive")
+	case c.streams < 1 || c.slowChunks < 1 || c.slowInterval < 0 || c.slowRamp <= 0:
+		return errors.New("-streams, -slow-chunks and -slow-ramp must be positive, -slow-interval not negative")
 	case c.c1Continue < 0 || c.c1Continue > 1 || c.c1History < 2 || c.c1History%2 != 0 || c.c1Convs < 0:
 		return errors.New("-c1-continue must be in 0..1, -c1-history even and at least 2, -c1-convs not negative")
 	}

@@ -31,6 +31,12 @@ type report struct {
 	C1History         int              `json:"c1_history"`
 	GatewayIdleRSSMB  float64          `json:"gateway_idle_rss_mb,omitempty"`
 	Scenarios         []scenarioReport `json:"scenarios"`
+	// The slow-streams scenario, when it ran.
+	SlowStreams    int          `json:"slow_streams,omitempty"`
+	SlowChunks     int          `json:"slow_chunks,omitempty"`
+	SlowIntervalMs float64      `json:"slow_interval_ms,omitempty"`
+	SlowRamp       float64      `json:"slow_ramp,omitempty"`
+	Slow           []slowReport `json:"slow,omitempty"`
 }
 
 // scenarioReport is one scenario's results, one entry per target.
@@ -196,10 +202,23 @@ func processOf(target string) string {
 func writeMarkdown(w io.Writer, rep *report) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# gwbench\n\n`%s`\n\n", rep.Command)
+	if len(rep.Scenarios) == 0 {
+		p("%s %s, %d CPUs (GOMAXPROCS %d), %s.\n", rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started)
+		writeSlowMarkdown(w, rep, rep.Slow)
+		return
+	}
 	p("%s %s, %d CPUs (GOMAXPROCS %d), %s. Open loop: %.0f req/s per target for %gs in %s (targets alternating), %gs warm-up each; latency from the scheduled send time. Peak: %d workers, closed loop. Fake upstream: latency %gms, %d chunks, %gms apart. /c1: %.0f%% continuing conversations with %d stored messages.\n\n",
 		rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started, rep.Rate, rep.DurationS, plural(rep.Rounds, "round"), rep.WarmupS,
 		rep.PeakWorkers, rep.UpstreamLatencyMs, rep.Chunks, rep.ChunkIntervalMs, rep.C1Continue*100, rep.C1History)
+	if len(rep.Scenarios) > 0 {
+		writeScenarios(w, rep)
+	}
+	writeSlowMarkdown(w, rep, rep.Slow)
+}
 
+// writeScenarios writes the tables of the load scenarios.
+func writeScenarios(w io.Writer, rep *report) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("## Latency (ms)\n\n")
 	p("| scenario | target | ok | errors | rate/s | p50 | p90 | p99 | p99.9 | max | TTFB p50 | TTFB p99 | truncated | lag p99 |\n")
 	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")

@@ -33,8 +33,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	b := &bench{cfg: cfg, log: &lockedWriter{w: stderr}}
 	defer b.close()
-	if err := b.start(exe); err != nil {
-		return err
+	regular := slices.ContainsFunc(scenarios, func(sc scenario) bool { return slices.Contains(cfg.scenarios, sc.name) })
+	if regular {
+		if err := b.start(exe); err != nil {
+			return err
+		}
 	}
 	rep := b.newReport()
 	for _, sc := range scenarios {
@@ -45,6 +48,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if slices.Contains(cfg.scenarios, scenarioSlowStreams) && ctx.Err() == nil {
+		rep.SlowStreams, rep.SlowChunks, rep.SlowIntervalMs, rep.SlowRamp = cfg.streams, cfg.slowChunks, ms(cfg.slowInterval), cfg.slowRamp
+		rep.Slow = b.runSlowStreams(ctx, exe)
 	}
 	writeMarkdown(stdout, rep)
 	if cfg.jsonOut != "" {
@@ -78,7 +85,11 @@ func (b *bench) start(exe string) error {
 			if err := b.makeDataDir(); err != nil {
 				return err
 			}
-			t.srv, err = b.startServer(exe, cmdServeGateway, "-upstream", fake.url, "-data-dir", b.dataDir, "-token", t.token)
+			args := []string{"-upstream", fake.url, "-data-dir", b.dataDir, "-token", t.token}
+			if cfg.gatewayPprof != "" {
+				args = append(args, "-pprof", cfg.gatewayPprof)
+			}
+			t.srv, err = b.startServer(exe, cmdServeGateway, args...)
 		}
 		if err != nil {
 			return err

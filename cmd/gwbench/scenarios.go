@@ -60,7 +60,11 @@ type requester struct {
 
 // do sends request i and reads its answer to the end. A non-200 status is a
 // *statusError; a stream must end with data: [DONE].
-func (r *requester) do(ctx context.Context, i int) outcome {
+func (r *requester) do(ctx context.Context, i int) outcome { return r.doWith(ctx, i, nil) }
+
+// doWith is do with onFirst, when not nil, called when a stream's first data
+// event arrives.
+func (r *requester) doWith(ctx context.Context, i int, onFirst func()) outcome {
 	body, user := r.build(i)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
 	if err != nil {
@@ -85,7 +89,7 @@ func (r *requester) do(ctx context.Context, i int) outcome {
 		_, err := io.Copy(io.Discard, resp.Body)
 		return outcome{err: err}
 	}
-	return readStream(resp.Body)
+	return readStream(resp.Body, onFirst)
 }
 
 // errTruncated is the error of a stream that ended without data: [DONE].
@@ -94,7 +98,8 @@ var errTruncated = errors.New("truncated stream: no data: [DONE] at the end")
 // readStream reads an SSE body to its end. It notes when the first data event
 // arrived and reports the stream truncated unless its last line is
 // data: [DONE] (a gw.error event or a cut connection end it otherwise).
-func readStream(body io.Reader) outcome {
+// onFirst, when not nil, is called when the first data event arrives.
+func readStream(body io.Reader, onFirst func()) outcome {
 	var (
 		out       outcome
 		br        = bufio.NewReaderSize(body, 16<<10)
@@ -107,6 +112,9 @@ func readStream(body io.Reader) outcome {
 			if lineStart {
 				if out.firstEvent.IsZero() && bytes.HasPrefix(line, []byte("data:")) {
 					out.firstEvent = time.Now()
+					if onFirst != nil {
+						onFirst()
+					}
 				}
 				if t := bytes.TrimSpace(line); len(t) > 0 {
 					done = bytes.Equal(t, []byte("data: [DONE]"))

@@ -30,7 +30,7 @@ func TestReadStream(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out := readStream(tc.body)
+			out := readStream(tc.body, nil)
 			if out.truncated != tc.truncated || (out.err != nil) != tc.truncated {
 				t.Errorf("readStream() truncated %v err %v, want truncated %v", out.truncated, out.err, tc.truncated)
 			}

@@ -10,7 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/http/pprof"
 	"net/url"
+	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -50,6 +53,8 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	conns := fs.Int("conns", 1024, "proxy: max idle connections to the upstream")
 	dataDir := fs.String("data-dir", "", "gateway: directory of the bbolt store")
 	token := fs.String("token", "", "gateway: the bearer token")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address too (host:port)")
+	h2c := fs.Bool("h2c", false, "fake: accept h2c (HTTP/2 without TLS) too; proxy, gateway: reach the upstream over h2c")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -64,10 +69,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 			Reply: upstreamtest.Reply{Latency: *latency, Chunks: *chunks, Interval: *interval}})
 		h, cleanup = fake, fake.Close
 	case cmdServeProxy:
-		h, err = newProxy(*up, *conns)
+		h, err = newProxy(*up, *conns, *h2c)
 	case cmdServeGateway:
 		var g *gateway.Gateway
-		g, err = newGateway(*up, *dataDir, *token)
+		g, err = newGateway(*up, *dataDir, *token, *h2c)
 		if g != nil {
 			h, cleanup = g, func() { g.Close() }
 		}
@@ -76,17 +81,57 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	defer cleanup()
-	return listenAndServe(ctx, *addr, h, stdin, stdout)
+	if *pprofAddr != "" {
+		stopPprof, err := servePprof(*pprofAddr)
+		if err != nil {
+			return fmt.Errorf("%s: -pprof: %w", name, err)
+		}
+		defer stopPprof()
+	}
+	return listenAndServe(ctx, *addr, h, name == cmdServeFake && *h2c, stdin, stdout)
+}
+
+// servePprof serves the runtime profiles (net/http/pprof) on addr, apart from
+// the server under test, until the returned stop is called. The block and
+// mutex profiles stay off: they would slow the server down.
+func servePprof(addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/memstats", func(w http.ResponseWriter, _ *http.Request) {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		fmt.Fprintf(w, "goroutines %d\nheap_alloc %d KiB\nheap_inuse %d KiB\nheap_idle %d KiB\nheap_released %d KiB\nstack_inuse %d KiB\nsys %d KiB\nnext_gc %d KiB\nnum_gc %d\n",
+			runtime.NumGoroutine(), m.HeapAlloc>>10, m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackInuse>>10, m.Sys>>10, m.NextGC>>10, m.NumGC)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(os.Stderr, "gwbench: pprof at http://%s/debug/pprof/ (pid %d)\n", ln.Addr(), os.Getpid())
+	return func() { srv.Close() }, nil
 }
 
 // listenAndServe serves h on addr until ctx ends or stdin is closed, then
-// shuts down, letting requests in flight finish for up to 5 s.
-func listenAndServe(ctx context.Context, addr string, h http.Handler, stdin io.Reader, stdout io.Writer) error {
+// shuts down, letting requests in flight finish for up to 5 s. With h2c it
+// also accepts HTTP/2 without TLS (prior knowledge).
+func listenAndServe(ctx context.Context, addr string, h http.Handler, h2c bool, stdin io.Reader, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if h2c {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
+		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "http://%s\n", ln.Addr())
@@ -111,13 +156,16 @@ func listenAndServe(ctx context.Context, addr string, h http.Handler, stdin io.R
 
 // newProxy is the floor: a bare httputil.ReverseProxy to the upstream, with a
 // transport that keeps as many idle connections as the load generator's.
-func newProxy(up string, conns int) (http.Handler, error) {
+func newProxy(up string, conns int, h2c bool) (http.Handler, error) {
 	u, err := url.Parse(up)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("-upstream %q: want http://host:port", up)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = conns, conns
+	if h2c {
+		useH2C(tr)
+	}
 	return &httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(u) },
 		Transport: tr,
@@ -128,7 +176,11 @@ func newProxy(up string, conns int) (http.Handler, error) {
 // one tenant_admin token whose rate limit (1e9/s) never bites, the built-in
 // model catalog with the fake as the local backend, the default bbolt store in
 // dataDir and a logger that discards (the log line is still built).
-func newGateway(up, dataDir, token string) (*gateway.Gateway, error) {
+//
+// With h2c, the gateway's upstream router gets a transport that speaks h2c
+// to the fake (otherwise as the router's own: 256 idle connections per
+// host), as it would speak HTTP/2 over TLS to a cloud backend.
+func newGateway(up, dataDir, token string, h2c bool) (*gateway.Gateway, error) {
 	if token == "" || dataDir == "" || !strings.HasPrefix(up, "http") {
 		return nil, errors.New("-token, -data-dir and -upstream are required")
 	}
@@ -138,10 +190,31 @@ func newGateway(up, dataDir, token string) (*gateway.Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gateway.New(
+	backends := upstream.Backends{LocalURL: strings.TrimSuffix(up, "/") + "/v1"}
+	opts := []gateway.Option{
 		gateway.WithTokenCatalog(tokens),
-		gateway.WithBackends(upstream.Backends{LocalURL: strings.TrimSuffix(up, "/") + "/v1"}),
+		gateway.WithBackends(backends),
 		gateway.WithDataDir(dataDir),
 		gateway.WithLogger(slog.New(slog.DiscardHandler)),
-	)
+	}
+	if h2c {
+		cat, err := upstream.DefaultCatalog()
+		if err != nil {
+			return nil, err
+		}
+		tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second}
+		useH2C(tr)
+		r, err := upstream.NewRouter(cat, backends, upstream.WithTransport(tr))
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, gateway.WithCatalog(cat), gateway.WithUpstream(r))
+	}
+	return gateway.New(opts...)
+}
+
+// useH2C makes tr speak HTTP/2 without TLS (prior knowledge) to http:// URLs.
+func useH2C(tr *http.Transport) {
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetUnencryptedHTTP2(true)
 }

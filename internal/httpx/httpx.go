@@ -21,6 +21,13 @@ const (
 	HeaderNotice    = "GW-Notice"
 )
 
+// The canonical forms (http.CanonicalHeaderKey) of the headers read on every
+// request: http.Header.Get allocates a canonical copy of a key that is not.
+const (
+	canonicalUserID   = "Gw-User-Id"
+	canonicalTenantID = "Gw-Tenant-Id"
+)
+
 // Info is the per-request record that the outermost middleware creates and logs
 // when the request ends. Handlers fill in what they learn.
 type Info struct {
@@ -33,6 +40,62 @@ type Info struct {
 	// bodies of authenticated routes); ReadBody returns it instead of reading again.
 	Body     []byte
 	BodyRead bool
+
+	// The parts of an Info made by NewInfo, allocated with it.
+	log      slog.Logger // what Logger points to
+	handler  idHandler   // log's handler: adds request_id
+	idHeader [1]string   // the value of the X-Request-Id answer header
+}
+
+// NewInfo returns the Info of a request with id, whose Logger is base adding
+// the attribute request_id=id, all in one allocation (see Init).
+func NewInfo(id string, base *slog.Logger) *Info {
+	info := new(Info)
+	info.Init(id, base)
+	return info
+}
+
+// Init sets info, which must not be copied afterwards, to the Info of a
+// request with id, whose Logger is base adding the attribute request_id=id:
+// what base.With("request_id", id) gives, without allocating. The attribute
+// is added when a record is logged, so a request that logs nothing pays
+// nothing for it.
+func (info *Info) Init(id string, base *slog.Logger) {
+	*info = Info{RequestID: id}
+	info.handler = idHandler{h: base.Handler(), id: id}
+	info.log = *slog.New(&info.handler)
+	info.Logger = &info.log
+	info.idHeader[0] = id
+}
+
+// SetRequestIDHeader sets the X-Request-Id header of h to the Info's
+// RequestID without allocating (the value slice lives in the Info).
+func (info *Info) SetRequestIDHeader(h http.Header) {
+	info.idHeader[0] = info.RequestID
+	h[HeaderRequestID] = info.idHeader[:]
+}
+
+// idHandler adds request_id to every record of a request's Logger; it is
+// what base.With("request_id", id) would be, made lazily.
+type idHandler struct {
+	h  slog.Handler
+	id string
+}
+
+func (h *idHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+
+func (h *idHandler) Handle(ctx context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(slog.String("request_id", h.id))
+	return h.h.Handle(ctx, r)
+}
+
+func (h *idHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return h.h.WithAttrs([]slog.Attr{slog.String("request_id", h.id)}).WithAttrs(attrs)
+}
+
+func (h *idHandler) WithGroup(name string) slog.Handler {
+	return h.h.WithAttrs([]slog.Attr{slog.String("request_id", h.id)}).WithGroup(name)
 }
 
 type infoKey struct{}
@@ -40,6 +103,35 @@ type infoKey struct{}
 // WithInfo returns ctx carrying info.
 func WithInfo(ctx context.Context, info *Info) context.Context {
 	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// NewContext returns parent carrying info and the route's path parameters
+// (read by Param) in one context value, so that the middleware gives a
+// request everything with one Request.WithContext. params may be nil.
+func NewContext(parent context.Context, info *Info, params httprouter.Params) context.Context {
+	return &requestContext{Context: parent, info: info, params: params}
+}
+
+// requestContext is the context of NewContext. Value answers its own keys and
+// asks the parent for the others, so cancellation and deadlines are the
+// parent's (context.WithCancel on it finds the parent's cancelCtx through
+// Value and starts no goroutine).
+type requestContext struct {
+	context.Context
+	info   *Info
+	params httprouter.Params
+}
+
+func (c *requestContext) Value(key any) any {
+	switch key {
+	case infoKey{}:
+		return c.info
+	case httprouter.ParamsKey:
+		if c.params != nil {
+			return c.params
+		}
+	}
+	return c.Context.Value(key)
 }
 
 // InfoFrom returns the request's Info; outside the gateway's middleware it returns
@@ -57,7 +149,10 @@ func Param(r *http.Request, name string) string {
 }
 
 // UserID returns the end user of the request (the GW-User-Id header), or "".
-func UserID(r *http.Request) string { return r.Header.Get(HeaderUserID) }
+func UserID(r *http.Request) string { return r.Header.Get(canonicalUserID) }
+
+// TenantIDHeader returns the GW-Tenant-Id header of the request, or "".
+func TenantIDHeader(r *http.Request) string { return r.Header.Get(canonicalTenantID) }
 
 // WriteJSON sends v as JSON with status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {

@@ -56,6 +56,11 @@ type request struct {
 	attach      []attachment
 	attachBad   error // the first attachment shape error
 	paramPrefix string
+
+	// membersBuf and msgsBuf hold the first members and messages, allocated
+	// with the request: most chat requests fit.
+	membersBuf [8]member
+	msgsBuf    [8]message
 }
 
 var validRoles = [...]string{"system", "developer", "user", "assistant", "tool", "function"}
@@ -68,7 +73,7 @@ func parse(body []byte, prefix string) (*request, error) {
 		model: -1, messages: -1, temperature: -1, maxTokens: -1, maxCompletionTokens: -1,
 		stream: -1, streamOptions: -1, attachments: -1,
 	}
-	r.members = make([]member, 0, 16)
+	r.members, r.msgs = r.membersBuf[:0], r.msgsBuf[:0]
 	s := &scanner{b: body}
 	i := s.ws(0)
 	if i >= len(body) || body[i] != '{' {

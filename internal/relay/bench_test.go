@@ -70,3 +70,21 @@ func BenchmarkRelayChunk(b *testing.B) {
 		b.Fatal(res.Err)
 	}
 }
+
+// BenchmarkRelayChunkCapture is BenchmarkRelayChunk with a Capture, as /c1
+// relays: each chunk is also folded into the captured reply.
+func BenchmarkRelayChunkCapture(b *testing.B) {
+	event := []byte("data: " + chunk(`{"index":0,"delta":{"content":" token"},"finish_reason":null}`) + "\n\n")
+	resp := &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: &chunks{event: event, n: b.N}}
+	r := httptest.NewRequest("POST", "/", nil)
+	w := &discard{h: http.Header{}}
+	var c relay.Capture
+	b.SetBytes(int64(len(event)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	res := relay.Response(w, r, resp, relay.Options{Capture: &c})
+	if !res.Complete {
+		b.Fatal(res.Err)
+	}
+}

@@ -28,7 +28,8 @@ type Capture struct {
 	Usage json.RawMessage
 
 	content strings.Builder
-	args    [][]byte // arguments of ToolCalls, by index
+	args    [][]byte  // arguments of ToolCalls, by index
+	fast    fastChunk // addChunk's walk, reused from chunk to chunk
 }
 
 // ToolCall is one tool call of the reply, in OpenAI's message shape.
@@ -73,6 +74,16 @@ type streamChunk struct {
 // addChunk folds one stream chunk into the capture; data that is not a chunk
 // is ignored.
 func (c *Capture) addChunk(data string) {
+	if c.fast.parse(data) {
+		c.addFast(&c.fast)
+		return
+	}
+	c.addChunkJSON(data)
+}
+
+// addChunkJSON is addChunk with json.Unmarshal, for the chunks the fast path
+// gives up on.
+func (c *Capture) addChunkJSON(data string) {
 	var ch streamChunk
 	if json.Unmarshal([]byte(data), &ch) != nil {
 		return
@@ -120,6 +131,7 @@ func (c *Capture) addChunk(data string) {
 
 // finish moves the accumulated text into the exported fields.
 func (c *Capture) finish() {
+	c.fast = fastChunk{} // holds on to the last chunk
 	if c.content.Len() > 0 {
 		c.Content = c.content.String()
 	}

@@ -166,7 +166,7 @@ func TestStreamGolden(t *testing.T) {
 
 var ignoreBuilders = cmp.FilterPath(func(p cmp.Path) bool {
 	name := p.Last().String()
-	return name == ".content" || name == ".args"
+	return name == ".content" || name == ".args" || name == ".fast"
 }, cmp.Ignore())
 
 // events splits an SSE transcript into its events.
@@ -558,5 +558,20 @@ func TestCommitNotCalledOnFailure(t *testing.T) {
 	})
 	if called {
 		t.Errorf("Commit called for a stream that ended without [DONE]")
+	}
+}
+
+func TestStreamTimeoutIsUpstreamTimeout(t *testing.T) {
+	first := "data: " + chunk(`{"index":0,"delta":{"content":"Hel"}}`) + "\n\n"
+	timeout := &errcat.Error{Code: errcat.UpstreamTimeout, Message: "upstream time-out reached", Cause: context.DeadlineExceeded}
+	resp, _ := sseResponse(&failingReader{strings.NewReader(first), timeout})
+	w := newRecorder()
+	res := relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{})
+	if errcat.CodeOf(res.Err) != errcat.UpstreamTimeout {
+		t.Errorf("Response() = %+v, want upstream_timeout", res)
+	}
+	ev := events(w.String())
+	if last := ev[len(ev)-1]; !strings.HasPrefix(last, "event: gw.error") || !strings.Contains(last, `"code":"upstream_timeout"`) {
+		t.Errorf("last event = %q, want gw.error upstream_timeout", last)
 	}
 }

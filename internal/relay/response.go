@@ -181,13 +181,20 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 
 // fail reports an upstream failure as upstream_error; the cause is only
 // logged.
+// A read that failed because the upstream call's time-out passed (the
+// upstream body says so with an upstream_timeout *errcat.Error) is reported as
+// upstream_timeout.
 func fail(w http.ResponseWriter, r *http.Request, s *SSE, cause error) Result {
 	httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), slog.LevelWarn, "relay failed", slog.String("error", cause.Error()))
-	return reject(w, r, s, &errcat.Error{
+	e := &errcat.Error{
 		Code:    errcat.UpstreamError,
 		Message: "The upstream model failed while answering; the answer is incomplete.",
 		Cause:   cause,
-	})
+	}
+	if errcat.CodeOf(cause) == errcat.UpstreamTimeout {
+		e.Code, e.Message = errcat.UpstreamTimeout, "The upstream model did not finish within the time-out; the answer is incomplete."
+	}
+	return reject(w, r, s, e)
 }
 
 // reject sends err instead of the answer: the JSON error envelope when nothing
@@ -256,13 +263,15 @@ func isErrorObject(b string) bool {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// keepalive sends ": keepalive" after an interval without events.
+// keepalive sends ": keepalive" after an interval without events. It is a
+// timer whose function runs only when the interval passes, not a goroutine
+// waiting for it: a stream waiting for its next chunk holds no goroutine but
+// its handler's (the memory of many slow streams).
 type keepalive struct {
 	mu       *sync.Mutex
+	s        *SSE
 	timer    *time.Timer
 	interval time.Duration
-	stopc    chan struct{}
-	donec    chan struct{}
 	finished bool // guarded by mu: the stream ended, write nothing more
 }
 
@@ -270,30 +279,23 @@ func startKeepalive(mu *sync.Mutex, s *SSE, interval time.Duration) *keepalive {
 	if interval == 0 {
 		interval = DefaultKeepalive
 	}
-	ka := &keepalive{mu: mu, interval: interval}
-	if interval < 0 {
-		return ka
+	ka := &keepalive{mu: mu, s: s, interval: interval}
+	if interval > 0 {
+		mu.Lock() // fire reads ka.timer under mu
+		ka.timer = time.AfterFunc(interval, ka.fire)
+		mu.Unlock()
 	}
-	ka.timer = time.NewTimer(interval)
-	ka.stopc = make(chan struct{})
-	ka.donec = make(chan struct{})
-	go func() {
-		defer close(ka.donec)
-		for {
-			select {
-			case <-ka.timer.C:
-				mu.Lock()
-				if !ka.finished {
-					s.Comment("keepalive")
-					ka.timer.Reset(interval)
-				}
-				mu.Unlock()
-			case <-ka.stopc:
-				return
-			}
-		}
-	}()
 	return ka
+}
+
+// fire sends a keepalive and re-arms the timer, unless the stream ended.
+func (ka *keepalive) fire() {
+	ka.mu.Lock()
+	defer ka.mu.Unlock()
+	if !ka.finished {
+		ka.s.Comment("keepalive")
+		ka.timer.Reset(ka.interval)
+	}
 }
 
 // reset restarts the interval; call with mu held.
@@ -303,14 +305,16 @@ func (ka *keepalive) reset() {
 	}
 }
 
-// stop ends the goroutine and waits for it; call without mu held.
+// stop ends the keepalives; a fire already running finds the stream finished
+// and writes nothing. Call without mu held.
 func (ka *keepalive) stop() {
 	if ka.timer == nil {
 		return
 	}
+	ka.mu.Lock()
+	ka.finished = true
+	ka.mu.Unlock()
 	ka.timer.Stop()
-	close(ka.stopc)
-	<-ka.donec
 }
 
 // closeOnce makes Close idempotent and safe to call from two goroutines (the

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/ratelimit"
+	"github.com/chatgw/gateway/store/memstore"
+)
+
+// benchWriter is a ResponseWriter that keeps nothing, reused across requests
+// so that the benchmarks measure the gateway and not httptest.ResponseRecorder.
+type benchWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *benchWriter) Header() http.Header         { return w.h }
+func (w *benchWriter) WriteHeader(code int)        { w.code = code }
+func (w *benchWriter) Write(b []byte) (int, error) { return len(b), nil }
+
+func (w *benchWriter) reset() {
+	clear(w.h)
+	w.code = 0
+}
+
+// benchRequest is a request with a bearer token and a GW-User-Id, ready to be
+// served again and again (its context and header are never modified by the
+// gateway, which works on copies).
+func benchRequest(method, path, token string) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	r.Body = http.NoBody
+	r.Header.Set("Authorization", "Bearer "+token)
+	r.Header.Set(httpx.HeaderUserID, "u1")
+	return r
+}
+
+// serveLoop serves r with g b.N times and fails on any status but 200.
+func serveLoop(b *testing.B, g http.Handler, r *http.Request) {
+	b.Helper()
+	w := &benchWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		w.reset()
+		g.ServeHTTP(w, r)
+		if w.code != http.StatusOK && w.code != 0 {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
+
+// BenchmarkServeHTTP measures the gateway's own work on one request: the
+// outer middleware (request id, Info, body limit, the log line), routing, bearer
+// auth with the token look-up, the rate limit, the scope and the GW-User-Id
+// rule.
+//
+//   - middleware: a route whose handler writes nothing, logs discarded: the
+//     cost of the middleware alone.
+//   - middleware-jsonlog: the same with the log line encoded by
+//     slog.JSONHandler into io.Discard, as gatewayd logs by default.
+//   - v1-models: GET /v1/models through gateway.New with memstore, the
+//     smallest real route (the list is cached).
+func BenchmarkServeHTTP(b *testing.B) {
+	tokens := auth.MustStatic([]*auth.Tenant{{ID: "acme"}}, map[string]auth.StaticToken{
+		"tok": {Tenant: "acme", Role: auth.RoleTenantAdmin, Rate: &auth.Rate{PerSecond: 1e9, Burst: 1e9}},
+	})
+	noop := []route{{"GET", "/t/noop", "models:read", userOptional, func(http.ResponseWriter, *http.Request) {}}}
+	for _, bc := range []struct {
+		name string
+		log  slog.Handler
+	}{
+		{"middleware", slog.DiscardHandler},
+		{"middleware-jsonlog", slog.NewJSONHandler(io.Discard, nil)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg := defaultConfig()
+			cfg.tokens = tokens
+			g := &Gateway{cfg: cfg, log: slog.New(bc.log)}
+			g.limiter = ratelimit.New(nil, cfg.rate)
+			g.router = g.buildRouter(noop)
+			serveLoop(b, g, benchRequest("GET", "/t/noop", "tok"))
+		})
+	}
+	b.Run("v1-models", func(b *testing.B) {
+		g, err := New(WithTokenCatalog(tokens), WithStore(memstore.New()), WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { g.Close() })
+		r := benchRequest("GET", "/v1/models", "tok")
+		w := httptest.NewRecorder()
+		g.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"object":"list"`) {
+			b.Fatalf("GET /v1/models: %d %s", w.Code, w.Body)
+		}
+		serveLoop(b, g, r)
+	})
+}

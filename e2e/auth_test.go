@@ -1,0 +1,421 @@
+package e2e_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// authedEndpoints is one request per authenticated family.
+var authedEndpoints = []struct{ method, path, body string }{
+	{"POST", "/v1/chat/completions", `{"model":"lm-4-scout","messages":[{"role":"user","content":"hi"}]}`},
+	{"GET", "/v1/models", ""},
+	{"GET", "/v1/info", ""},
+	{"POST", "/v1/embeddings", `{"model":"lm-embed","input":["a"]}`},
+	{"POST", "/v1/images/generations", `{"model":"lm-image","prompt":"cat"}`},
+	{"GET", "/v1/images", ""},
+	{"POST", "/v1/tools/execute", `{"inspect":true}`},
+	{"POST", "/v1/memory", `{"key":"k","value":"v","visibility":"private"}`},
+	{"GET", "/v1/memory/usage?visibility=private", ""},
+	{"GET", "/v1/system-prompts/user/versions", ""},
+	{"GET", "/v1/tenant/config", ""},
+	{"POST", "/c1/chat", `{"message":"hi"}`},
+	{"GET", "/c1/conversations", ""},
+	{"GET", "/c1/conversations/abc", ""},
+	{"DELETE", "/c1/conversations/abc", ""},
+}
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	g := start(t, nil)
+	const ref4 = "spec Authentication 4; Codes table"
+	for _, ep := range authedEndpoints {
+		var body any
+		if ep.body != "" {
+			body = ep.body
+		}
+		t.Run(ep.method+" "+ep.path, func(t *testing.T) {
+			r := g.do(t, ep.method, ep.path, "", "u1", body, nil)
+			wantErr(t, r, 401, "authentication_error", "missing_authorization", "headers.authorization", ref4)
+			r = g.do(t, ep.method, ep.path, "no-such-token", "u1", body, nil)
+			wantErr(t, r, 401, "authentication_error", "invalid_authorization", "headers.authorization", ref4)
+		})
+	}
+	runErrCases(t, g, errCases{
+		{name: "basic scheme", path: "/v1/models", hdr: H{"Authorization": "Basic dXNlcjpwYXNz"},
+			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: ref4},
+		{name: "bearer without token", path: "/v1/models", hdr: H{"Authorization": "Bearer "},
+			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: ref4},
+		{name: "tenant header of another tenant", path: "/v1/models", token: tokAdmin, hdr: H{"GW-Tenant-Id": "globex"},
+			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: "spec Authentication 4: GW-Tenant-Id not bound to the token"},
+		{name: "tenant header of unknown tenant", path: "/v1/models", token: tokMember, hdr: H{"GW-Tenant-Id": "nobody"},
+			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: ref4},
+		{name: "sha256 hex used as the token", path: "/v1/models", token: sha256Hex(tokHashed),
+			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: "DECISIONS 3: sha256 entries match the token, not its digest"},
+		{name: "token with trailing garbage", path: "/v1/models", token: tokAdmin + "x",
+			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: ref4},
+	}.with(0, "", "", "", ""))
+
+	t.Run("valid tokens", func(t *testing.T) {
+		wantStatus(t, g.get(t, "/v1/models", tokAdmin, ""), 200, "valid token")
+		wantStatus(t, g.do(t, "GET", "/v1/models", tokAdmin, "", nil, H{"GW-Tenant-Id": "acme"}), 200, "spec Authentication 4: matching GW-Tenant-Id")
+		wantStatus(t, g.get(t, "/v1/models", tokHashed, ""), 200, "DECISIONS 3: a sha256 entry matches its token")
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokHashed, "", chatBody("lm-4-scout", "hi")), 200, "DECISIONS 3: sha256 token")
+	})
+}
+
+func TestScopes(t *testing.T) {
+	t.Parallel()
+	g := start(t, nil)
+	forbidden := func(name, method, path, token string, body any) errCase {
+		return errCase{name: name, method: method, path: path, token: token, user: "alice", body: body,
+			status: 403, typ: "permission_error", code: "forbidden", param: anyParam, ref: "spec Authentication 5; DECISIONS 3 roles and scopes"}
+	}
+	runErrCases(t, g, errCases{
+		forbidden("member PUT tenant config", "PUT", "/v1/tenant/config", tokMember, map[string]any{"key": "image_gen_rate_per_hour", "value": 10}),
+		forbidden("member PUT tenant prompt", "PUT", "/v1/system-prompts/tenant", tokMember, map[string]any{"content": "x"}),
+		forbidden("member PUT scope prompt", "PUT", "/v1/system-prompts/scope", tokMember, map[string]any{"content": "x"}),
+		forbidden("member DELETE tenant prompt", "DELETE", "/v1/system-prompts/tenant", tokMember, nil),
+		forbidden("member rollback tenant prompt", "PUT", "/v1/system-prompts/tenant/current/1", tokMember, nil),
+		forbidden("deny chat:write v1", "POST", "/v1/chat/completions", tokRestrict, chatBody("lm-4-scout", "hi")),
+		forbidden("deny chat:write c1", "POST", "/c1/chat", tokRestrict, map[string]any{"message": "hi"}),
+		forbidden("deny models:read models", "GET", "/v1/models", tokRestrict, nil),
+		forbidden("deny models:read info", "GET", "/v1/info", tokRestrict, nil),
+		forbidden("extra scope does not grant tenant level", "PUT", "/v1/system-prompts/tenant", tokRestrict, map[string]any{"content": "x"}),
+		forbidden("deny without qualifier denies user level", "PUT", "/v1/system-prompts/user", tokNoPrompt, map[string]any{"content": "x"}),
+	})
+	allowed := []struct {
+		name, method, path, token string
+		body                      any
+	}{
+		{"member GET tenant config", "GET", "/v1/tenant/config", tokMember, nil},
+		{"member PUT user prompt", "PUT", "/v1/system-prompts/user", tokMember, map[string]any{"content": "member prompt"}},
+		{"member reads tenant prompt versions", "GET", "/v1/system-prompts/tenant/versions", tokMember, nil},
+		{"admin PUT tenant config", "PUT", "/v1/tenant/config", tokAdmin, map[string]any{"key": "image_gen_rate_per_hour", "value": 10}},
+		{"admin PUT tenant prompt", "PUT", "/v1/system-prompts/tenant", tokAdmin, map[string]any{"content": "tenant prompt"}},
+		{"admin PUT scope prompt", "PUT", "/v1/system-prompts/scope", tokAdmin, map[string]any{"content": "scope prompt"}},
+		{"extra scope tenant_config:write", "PUT", "/v1/tenant/config", tokRestrict, map[string]any{"key": "image_gen_rate_per_hour", "value": 11}},
+		{"extra scope system_prompts:write:scope", "PUT", "/v1/system-prompts/scope", tokRestrict, map[string]any{"content": "scope prompt 2"}},
+		{"deny keeps other scopes", "GET", "/c1/conversations", tokRestrict, nil},
+		{"deny system_prompts:write keeps read", "GET", "/v1/system-prompts/user/versions", tokNoPrompt, nil},
+		{"member embeddings", "POST", "/v1/embeddings", tokMember, map[string]any{"model": "lm-embed", "input": []string{"a"}}},
+	}
+	for _, a := range allowed {
+		t.Run(a.name, func(t *testing.T) {
+			r := g.do(t, a.method, a.path, a.token, "alice", a.body, nil)
+			if r.Status < 200 || r.Status > 299 {
+				t.Errorf("%s\n  want 2xx (DECISIONS 3 roles and scopes)", r)
+			}
+		})
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	t.Parallel()
+	g := start(t, nil)
+	// a conversation of alice, for the tenant-wide reads
+	r := g.post(t, "/c1/chat", tokMember, "alice", map[string]any{"message": "hello", "stream": false, "model": "lm-4-scout-local"})
+	wantStatus(t, r, 200, "c1 chat")
+	convID := r.Header.Get("gw-conversation-id")
+
+	const ref2 = "spec End-user identity 2; DECISIONS 8.2"
+	bodyUID := func(name, method, path string, body map[string]any) errCase {
+		body["user_id"] = "mallory"
+		return errCase{name: name, method: method, path: path, token: tokAdmin, user: "alice", body: body,
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "body.user_id", ref: ref2}
+	}
+	queryUID := func(name, method, path string) errCase {
+		return errCase{name: name, method: method, path: path, token: tokAdmin, user: "alice",
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "query.user_id", ref: ref2}
+	}
+	missingUser := func(name, method, path, token string, body any) errCase {
+		return errCase{name: name, method: method, path: path, token: token, body: body,
+			status: 400, typ: "invalid_request_error", code: "missing_field", param: "headers.gw-user-id", ref: "spec End-user identity 3; DECISIONS 8.18"}
+	}
+	runErrCases(t, g, errCases{
+		bodyUID("body user_id v1 chat", "POST", "/v1/chat/completions", chatBody("lm-4-scout", "hi")),
+		bodyUID("body user_id c1 chat", "POST", "/c1/chat", map[string]any{"message": "hi"}),
+		bodyUID("body user_id embeddings", "POST", "/v1/embeddings", map[string]any{"model": "lm-embed", "input": []string{"a"}}),
+		bodyUID("body user_id memory", "POST", "/v1/memory", map[string]any{"key": "k", "value": "v", "visibility": "private"}),
+		bodyUID("body user_id tools", "POST", "/v1/tools/execute", map[string]any{"inspect": true}),
+		bodyUID("body user_id prompts", "PUT", "/v1/system-prompts/user", map[string]any{"content": "x"}),
+		bodyUID("body user_id tenant config", "PUT", "/v1/tenant/config", map[string]any{"key": "image_gen_rate_per_hour", "value": 5}),
+		bodyUID("body user_id images", "POST", "/v1/images/generations", map[string]any{"model": "lm-image", "prompt": "cat"}),
+		bodyUID("body user_id null", "POST", "/c1/chat", map[string]any{"message": "hi"}),
+		queryUID("query user_id c1 list", "GET", "/c1/conversations?user_id=bob"),
+		queryUID("query user_id c1 get", "GET", "/c1/conversations/"+convID+"?user_id=bob"),
+		queryUID("query user_id c1 delete", "DELETE", "/c1/conversations/"+convID+"?user_id=bob"),
+		queryUID("query user_id models", "GET", "/v1/models?user_id=bob"),
+		queryUID("query user_id info", "GET", "/v1/info?user_id=bob"),
+		queryUID("query user_id memory", "GET", "/v1/memory?visibility=private&user_id=bob"),
+		queryUID("query user_id memory usage", "GET", "/v1/memory/usage?visibility=private&user_id=bob"),
+		queryUID("query user_id prompts", "GET", "/v1/system-prompts/user/versions?user_id=bob"),
+		queryUID("query user_id tenant config", "GET", "/v1/tenant/config?user_id=bob"),
+		queryUID("query user_id images", "GET", "/v1/images?user_id=bob"),
+		queryUID("query user_id on POST chat", "POST", "/v1/chat/completions?user_id=bob"),
+		missingUser("c1 chat", "POST", "/c1/chat", tokMember, map[string]any{"message": "hi"}),
+		missingUser("c1 chat admin", "POST", "/c1/chat", tokAdmin, map[string]any{"message": "hi"}),
+		missingUser("c1 list member", "GET", "/c1/conversations", tokMember, nil),
+		missingUser("c1 get member", "GET", "/c1/conversations/"+convID, tokMember, nil),
+		missingUser("c1 delete member", "DELETE", "/c1/conversations/"+convID, tokMember, nil),
+		missingUser("c1 delete admin (not read-only)", "DELETE", "/c1/conversations/"+convID, tokAdmin, nil),
+		missingUser("memory write", "POST", "/v1/memory", tokMember, map[string]any{"key": "k", "value": "v", "visibility": "private"}),
+		missingUser("memory list", "GET", "/v1/memory?visibility=private", tokMember, nil),
+		missingUser("memory list admin", "GET", "/v1/memory?visibility=private", tokAdmin, nil),
+		missingUser("memory usage admin", "GET", "/v1/memory/usage?visibility=private", tokAdmin, nil),
+		missingUser("memory delete", "DELETE", "/v1/memory?visibility=private&key=k", tokMember, nil),
+		missingUser("prompts versions", "GET", "/v1/system-prompts/user/versions", tokMember, nil),
+		missingUser("user prompts versions admin", "GET", "/v1/system-prompts/user/versions", tokAdmin, nil),
+		missingUser("prompts put", "PUT", "/v1/system-prompts/user", tokMember, map[string]any{"content": "x"}),
+	})
+
+	t.Run("header optional on v1 chat, embeddings, tools", func(t *testing.T) {
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokMember, "", chatBody("lm-4-scout", "hi")), 200, "spec End-user identity 5")
+		wantStatus(t, g.post(t, "/v1/embeddings", tokMember, "", map[string]any{"model": "lm-embed", "input": []string{"a"}}), 200, "spec End-user identity 5")
+		wantStatus(t, g.post(t, "/v1/tools/execute", tokMember, "", map[string]any{"inspect": true}), 200, "spec End-user identity 5")
+		wantStatus(t, g.post(t, "/v1/tools/execute", tokMember, "", map[string]any{"name": "current_time", "arguments": map[string]any{}}), 200, "spec End-user identity 5")
+	})
+	t.Run("tenant admin tenant-wide reads", func(t *testing.T) {
+		r := g.post(t, "/c1/chat", tokMember, "bob", map[string]any{"message": "bob here", "stream": false, "model": "lm-4-scout-local"})
+		wantStatus(t, r, 200, "c1 chat")
+		r = g.get(t, "/c1/conversations", tokAdmin, "")
+		if !wantStatus(t, r, 200, "spec End-user identity 4; DECISIONS 8.18: tenant_admin without GW-User-Id sees the tenant") {
+			return
+		}
+		users := map[string]bool{}
+		for _, c := range listData(r) {
+			u, _ := c["user_id"].(string)
+			users[u] = true
+		}
+		if !users["alice"] || !users["bob"] {
+			t.Errorf("tenant-wide list %s: want conversations of alice and bob (spec End-user identity 4)", r.Body)
+		}
+		wantStatus(t, g.get(t, "/c1/conversations/"+convID, tokAdmin, ""), 200, "spec End-user identity 4: tenant_admin reads any conversation of the tenant")
+		wantStatus(t, g.get(t, "/v1/images", tokAdmin, ""), 200, "DECISIONS 8.25: images need no user")
+		// with the header, the admin is filtered like anyone
+		r = g.get(t, "/c1/conversations", tokAdmin, "bob")
+		for _, c := range listData(r) {
+			if c["user_id"] != "bob" && c["user_id"] != nil {
+				t.Errorf("admin with GW-User-Id bob listed %v (spec: filtered to the header's user)", c)
+			}
+		}
+		// another tenant's admin sees none of it
+		r = g.get(t, "/c1/conversations", tokGlobex, "")
+		if n := len(listData(r)); r.Status != 200 || n != 0 {
+			t.Errorf("%s\n  globex admin must see no acme conversation", r)
+		}
+		wantErr(t, g.get(t, "/c1/conversations/"+convID, tokGlobex, ""), 404, "not_found_error", "conversation_not_found", "conversation_id", "spec End-user identity 6; issue 4: other tenant")
+	})
+	t.Run("GW-User-Id is case-insensitive header", func(t *testing.T) {
+		r := g.do(t, "GET", "/c1/conversations", tokMember, "", nil, H{"gw-user-id": "alice"})
+		wantStatus(t, r, 200, "HTTP header names are case-insensitive")
+	})
+}
+
+// listData returns the data array of a list answer.
+func listData(r *resp) []map[string]any {
+	m := r.JSON()
+	raw, _ := m["data"].([]any)
+	out := []map[string]any{}
+	for _, x := range raw {
+		if xm, ok := x.(map[string]any); ok {
+			out = append(out, xm)
+		}
+	}
+	return out
+}
+
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	t.Run("per token rate", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, nil)
+		for i := 0; i < 2; i++ {
+			wantStatus(t, g.get(t, "/v1/models", tokSlow, ""), 200, "within burst 2")
+		}
+		r := g.get(t, "/v1/models", tokSlow, "")
+		if wantErr(t, r, 429, "rate_limit_error", "rate_limit_exceeded", noParam, "spec Limits Rate; DECISIONS 8.1") {
+			if m := r.JSON()["error"].(map[string]any)["message"]; m != "Rate limit exceeded" {
+				t.Errorf("429 message %q, want \"Rate limit exceeded\" (spec Errors rule 3; DECISIONS 8.1)", m)
+			}
+		}
+		ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if err != nil || ra < 1 || ra > 10 {
+			t.Errorf("Retry-After %q, want whole seconds in 1..10 for 0.1 req/s (DECISIONS 8.1, 8.22)", r.Header.Get("Retry-After"))
+		} else if ra < 9 {
+			t.Errorf("Retry-After %d, want 9 or 10 (seconds until one token is back at 0.1/s; DECISIONS 8.1)", ra)
+		}
+		// other tokens, even of the same tenant, have their own bucket
+		wantStatus(t, g.get(t, "/v1/models", tokMember, ""), 200, "spec Limits: different tokens have separate buckets")
+		// the same token from another client IP shares the bucket
+		other := clientFrom("127.0.0.2")
+		r2 := doURL(t, other, "GET", g.Base+"/v1/models", tokSlow, "", nil, H{"X-Forwarded-For": "10.1.2.3"})
+		wantErr(t, r2, 429, "rate_limit_error", "rate_limit_exceeded", noParam, "spec Limits: one token shares one bucket across all IPs")
+		// an invalid token is not limited by another's bucket
+		wantErr(t, g.get(t, "/v1/models", "nope", ""), 401, "authentication_error", "invalid_authorization", "headers.authorization", "auth before rate")
+	})
+	t.Run("default 1 rps burst 30", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, func(s *setup) {
+			s.Env["GATEWAY_RATE_PER_SECOND"] = unset
+			s.Env["GATEWAY_RATE_BURST"] = unset
+		})
+		t0 := time.Now()
+		ok := 0
+		var limited *resp
+		for i := 0; i < 40; i++ {
+			r := g.get(t, "/v1/models", tokMember, "")
+			if r.Status == 429 {
+				limited = r
+				break
+			}
+			ok++
+		}
+		elapsed := time.Since(t0)
+		maxOK := 30 + int(elapsed.Seconds()) + 1
+		if limited == nil || ok < 30 || ok > maxOK {
+			t.Errorf("default rate: %d requests passed before a 429 (in %v), want 30 (spec Limits: 1 request per second, burst 30)", ok, elapsed)
+		}
+		if limited != nil {
+			wantErr(t, limited, 429, "rate_limit_error", "rate_limit_exceeded", noParam, "spec Limits Rate")
+			if ra, err := strconv.Atoi(limited.Header.Get("Retry-After")); err != nil || ra != 1 {
+				t.Errorf("Retry-After %q, want 1 at 1 req/s (DECISIONS 8.22)", limited.Header.Get("Retry-After"))
+			}
+		}
+		wantStatus(t, g.get(t, "/v1/models", tokAdmin, ""), 200, "spec Limits: separate buckets per token")
+	})
+}
+
+// clientFrom is an HTTP client whose connections come from the local address ip.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+func TestBodyLimit(t *testing.T) {
+	t.Parallel()
+	t.Run("small limit", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, func(s *setup) { s.Env["GATEWAY_BODY_LIMIT_BYTES"] = "1024" })
+		const ref = "spec Limits Body size; Codes body_too_large; issue 2 item 6"
+		mk := func(n int) string {
+			// a valid chat body of exactly n bytes
+			head := `{"model":"lm-4-scout","messages":[{"role":"user","content":"`
+			tailS := `"}]}`
+			return head + strings.Repeat("a", n-len(head)-len(tailS)) + tailS
+		}
+		r := g.post(t, "/v1/chat/completions", tokMember, "", mk(1025))
+		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (Content-Length)")
+		r = g.post(t, "/v1/chat/completions", tokMember, "", mk(1024))
+		wantStatus(t, r, 200, "body of exactly the limit is accepted")
+		// chunked: no Content-Length
+		r = chunked(t, g, "/v1/chat/completions", tokMember, "", mk(5000))
+		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (chunked)")
+		r = chunked(t, g, "/c1/chat", tokMember, "alice", `{"message":"`+strings.Repeat("b", 3000)+`"}`)
+		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (chunked /c1/chat)")
+		r = chunked(t, g, "/v1/memory", tokMember, "alice", `{"key":"k","visibility":"private","value":"`+strings.Repeat("b", 3000)+`"}`)
+		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (chunked /v1/memory)")
+		r = chunked(t, g, "/v1/chat/completions", tokMember, "", mk(600))
+		wantStatus(t, r, 200, "chunked body under the limit")
+	})
+	t.Run("default 32 MiB by Content-Length", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, nil)
+		status, text := rawHeadersOnly(t, g, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tokMember+
+			"\r\nContent-Type: application/json\r\nContent-Length: 33554433\r\n\r\n")
+		if status != 413 || !strings.Contains(text, "body_too_large") {
+			t.Errorf("POST /v1/chat/completions with Content-Length 33554433 -> %d %s, want 413 body_too_large before the body is read (spec Limits: 32 MB default; DECISIONS 8.8: 33554432 bytes)", status, truncate(text, 300))
+		}
+	})
+}
+
+// chunked posts body with Transfer-Encoding: chunked.
+func chunked(t *testing.T, g *gw, path, token, user, body string) *resp {
+	t.Helper()
+	pr, pw := io.Pipe()
+	go func() {
+		for i := 0; i < len(body); i += 256 {
+			pw.Write([]byte(body[i:min(i+256, len(body))]))
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", g.Base+path, pr)
+	req.ContentLength = -1
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if user != "" {
+		req.Header.Set("GW-User-Id", user)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("chunked POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return &resp{Status: res.StatusCode, Header: res.Header, Body: data, req: "POST " + path + " (chunked)"}
+}
+
+// rawHeadersOnly sends a raw request head without its body and reads the answer.
+func rawHeadersOnly(t *testing.T, g *gw, head string) (int, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.Base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(conn)
+	text := string(data)
+	var status int
+	if f := strings.Fields(text); len(f) > 1 {
+		status, _ = strconv.Atoi(f[1])
+	}
+	return status, text
+}
+
+func TestSIGHUPReload(t *testing.T) {
+	t.Parallel()
+	g := start(t, nil)
+	const newTok = "reloaded-token-0100"
+	wantErr(t, g.get(t, "/v1/models", newTok, ""), 401, "authentication_error", "invalid_authorization", "headers.authorization", "before reload")
+	good := strings.Replace(defaultTokens(), `"tokens": [`, `"tokens": [
+    {"token": "`+newTok+`", "tenant": "globex", "role": "member"},`, 1)
+	writeFile(t, g.TokensPath, good)
+	g.Signal(syscall.SIGHUP)
+	if !waitFor(3*time.Second, func() bool { return g.get(t, "/v1/models", newTok, "").Status == 200 }) {
+		t.Errorf("after a good token file and SIGHUP, the new token still fails (DECISIONS 3: re-read on SIGHUP)")
+	}
+	wantStatus(t, g.get(t, "/v1/models", tokAdmin, ""), 200, "old tokens still valid after reload")
+
+	// a bad file keeps the old catalog
+	const badTok = "bad-file-token-0200"
+	bad := strings.Replace(good, `"tokens": [`, `"tokens": [
+    {"token": "`+badTok+`", "tenant": "no-such-tenant"},`, 1)
+	writeFile(t, g.TokensPath, bad)
+	g.Signal(syscall.SIGHUP)
+	time.Sleep(300 * time.Millisecond)
+	wantStatus(t, g.get(t, "/v1/models", newTok, ""), 200, "DECISIONS 3: a bad file keeps the old catalog")
+	wantErr(t, g.get(t, "/v1/models", badTok, ""), 401, "authentication_error", "invalid_authorization", "headers.authorization", "DECISIONS 3: a bad file is not loaded")
+	if g.cmd.ProcessState != nil {
+		t.Fatalf("gatewayd exited after SIGHUP with a bad file")
+	}
+	if !waitFor(2*time.Second, func() bool {
+		return strings.Contains(g.stderr.String(), "no-such-tenant") || strings.Contains(g.stderr.String(), "tokens.json:")
+	}) {
+		t.Errorf("a refused reload is not logged with its reason (DECISIONS 3: keeps the old catalog and logs why):\n%s", tail(g.stderr.String(), 600))
+	}
+	// removing a token by reload
+	writeFile(t, g.TokensPath, defaultTokens())
+	g.Signal(syscall.SIGHUP)
+	if !waitFor(3*time.Second, func() bool { return g.get(t, "/v1/models", newTok, "").Status == 401 }) {
+		t.Errorf("a token removed from the file still works after SIGHUP (DECISIONS 3)")
+	}
+}

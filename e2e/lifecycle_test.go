@@ -1,0 +1,271 @@
+package e2e_test
+
+import (
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/upstream/upstreamtest"
+)
+
+func TestRestartPersistence(t *testing.T) {
+	t.Parallel()
+	g := start(t, nil)
+	must := func(r *resp) *resp {
+		t.Helper()
+		if r.Status < 200 || r.Status > 299 {
+			t.Fatalf("setup: %s", r)
+		}
+		return r
+	}
+	r := must(c1(t, g, tokMember, "alice", map[string]any{"message": "remember me", "stream": false, "model": "lm-4-scout-local", "system_prompt": "SYS"}))
+	id := convID(t, r)
+	must(c1(t, g, tokMember, "alice", map[string]any{"message": "second", "stream": false, "model": "lm-4-scout-local", "conversation_id": id}))
+	must(g.post(t, "/v1/memory", tokMember, "alice", map[string]any{"key": "k", "value": "persisted", "visibility": "private"}))
+	must(g.do(t, "PUT", "/v1/system-prompts/user", tokMember, "alice", map[string]any{"content": "v1"}, nil))
+	must(g.do(t, "PUT", "/v1/system-prompts/user", tokMember, "alice", map[string]any{"content": "v2"}, nil))
+	must(g.do(t, "PUT", "/v1/tenant/config", tokAdmin, "", map[string]any{"key": "compact_keep_last_n", "value": 42}, nil))
+	img := listData(must(g.post(t, "/v1/images/generations", tokAdmin, "", map[string]any{"model": "lm-image", "prompt": "cat"})))
+	doc := map[string]any{"kind": "document", "doc_name": "keep.txt", "content": "persisted grant doc"}
+	consent := chatBody("lm-4-scout-cloudA", "read it")
+	consent["attachments"] = []any{doc}
+	must(g.do(t, "POST", "/v1/chat/completions", tokAdmin, "alice", consent, H{"GW-Cloud-Consent": "sha256:" + sha256Hex("persisted grant doc") + ";persist"}))
+	_, before := history(t, g, tokMember, "alice", id)
+	// a streamed turn right before the stop
+	must(c1(t, g, tokMember, "alice", map[string]any{"message": "third streamed", "model": "lm-4-scout-local", "conversation_id": id}))
+	_, before = history(t, g, tokMember, "alice", id)
+
+	g.Restart()
+
+	hr, after := history(t, g, tokMember, "alice", id)
+	if !wantStatus(t, hr, 200, "issue 5 item 6 / DECISIONS 2: a restart loses nothing") || mustJSON(after) != mustJSON(before) || len(nonSystem(after)) != 6 {
+		t.Errorf("history after restart %v, want %v", roles(after), roles(before))
+	}
+	if d := listData(g.get(t, "/c1/conversations", tokMember, "alice")); len(d) != 1 || d[0]["message_count"] != float64(len(before)) {
+		t.Errorf("list after restart %v", d)
+	}
+	found := false
+	for _, e := range listData(g.get(t, "/v1/memory?visibility=private", tokMember, "alice")) {
+		found = found || e["value"] == "persisted"
+	}
+	if !found {
+		t.Errorf("memory entry lost across restart")
+	}
+	if v := versions(t, g, tokMember, "alice", "user"); mustJSON(v) != mustJSON(map[int]bool{1: false, 2: true}) {
+		t.Errorf("prompt versions after restart %v, want 1 and 2 (current)", v)
+	}
+	cfg := g.get(t, "/v1/tenant/config", tokAdmin, "").JSON()
+	if ks, _ := cfg["keys"].(map[string]any); ks == nil || ks["compact_keep_last_n"].(map[string]any)["value"] != 42.0 {
+		t.Errorf("tenant config after restart: %v", cfg["keys"])
+	}
+	if len(img) == 1 {
+		wantStatus(t, g.get(t, "/v1/images/"+str(img[0]["id"]), tokAdmin, ""), 200, "image survives restart")
+	}
+	wantStatus(t, g.post(t, "/v1/chat/completions", tokMember, "bob", consent), 200, "spec Errors rule 1: ;persist stores a permanent grant (survives a restart)")
+	// a new version number continues after the restart
+	must(g.do(t, "PUT", "/v1/system-prompts/user", tokMember, "alice", map[string]any{"content": "v3"}, nil))
+	if v := versions(t, g, tokMember, "alice", "user"); !v[3] {
+		t.Errorf("version after restart %v, want 3 current", v)
+	}
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	g := start(t, func(s *setup) {
+		s.Local.Reply = upstreamtest.Reply{Chunks: 5, Interval: 150 * time.Millisecond, Content: "slow stream of words"}
+	})
+	b := chatBody("lm-4-scout-local", "SECRET-CONTENT-XYZZY")
+	b["stream"] = true
+	type result struct {
+		r   *resp
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", g.Base+"/v1/chat/completions", strings.NewReader(mustJSON(b)))
+		req.Header.Set("Authorization", "Bearer "+tokAdmin)
+		res, err := client.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer res.Body.Close()
+		data, err := io.ReadAll(res.Body)
+		done <- result{r: &resp{Status: res.StatusCode, Body: data}, err: err}
+	}()
+	if err := g.Local.AwaitCalls(ctxTimeout(t, 5*time.Second), 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	g.Stop() // SIGTERM while the stream is in flight; must exit 0
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("in-flight stream broken by SIGTERM: %v (DECISIONS 2: in-flight requests finish)", res.err)
+	}
+	evs := parseSSE(res.r.Body)
+	if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || contentOf(evs) != "slow stream of words" {
+		t.Errorf("in-flight stream after SIGTERM: %s, want it complete with [DONE] (DECISIONS 2)", truncate(string(res.r.Body), 300))
+	}
+	logs := g.stderr.String()
+	for _, secret := range []string{tokAdmin, "SECRET-CONTENT-XYZZY", "sk-clouda-secret-key"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("gatewayd's log contains %q (issue 2 item 9: tokens and message contents never appear in logs)", secret)
+		}
+	}
+	if !strings.Contains(logs, `"status":200`) && !strings.Contains(logs, `"status": 200`) {
+		t.Errorf("no JSON request log line with the status (issue 2 item 9)")
+	}
+}
+
+// runToExit runs gatewayd with env and args and waits (5 s) for it to exit.
+func runToExit(t *testing.T, env map[string]string, args ...string) (exitCode int, stderr string) {
+	t.Helper()
+	if _, ok := env["GATEWAY_ADDR"]; !ok {
+		env["GATEWAY_ADDR"] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	}
+	if _, ok := env["GATEWAY_DATA_DIR"]; !ok {
+		env["GATEWAY_DATA_DIR"] = t.TempDir()
+	}
+	cmd := exec.Command(gatewaydBin, args...)
+	cmd.Env = gatewayEnv(env)
+	var buf syncBuffer
+	cmd.Stderr, cmd.Stdout = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), buf.String()
+		}
+		return 0, buf.String()
+	case <-time.After(5 * time.Second):
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+		return -1, buf.String()
+	}
+}
+
+func TestBadTokenFileRefusesToStart(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, file string
+		line       int
+	}{
+		{"unknown field", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\", \"colour\": \"red\"}\n  ]\n}\n", 4},
+		{"unknown tenant", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\"},\n    {\"token\": \"b\", \"tenant\": \"ghost\"}\n  ]\n}\n", 5},
+		{"duplicate token", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\"},\n    {\"token\": \"b\", \"tenant\": \"acme\"},\n    {\"token\": \"a\", \"tenant\": \"acme\"}\n  ]\n}\n", 6},
+		{"duplicate via sha256", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\"},\n    {\"sha256\": \"" + sha256Hex("a") + "\", \"tenant\": \"acme\"}\n  ]\n}\n", 5},
+		{"unknown tenant field", "{\n  \"tenants\": [\n    {\"id\": \"acme\", \"moodels\": []}\n  ],\n  \"tokens\": []\n}\n", 3},
+		{"invalid json", "{\n  \"tenants\": [\n    {\"id\": \"acme\",}\n  ]\n}\n", 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "tokens.json")
+			writeFile(t, path, c.file)
+			code, out := runToExit(t, map[string]string{"GATEWAY_TOKENS_FILE": path, "GATEWAY_LOCAL_URL": ""})
+			if code <= 0 {
+				t.Errorf("gatewayd with a bad token file (%s): exit %d, want a refusal to start (DECISIONS 3)\n%s", c.name, code, tail(out, 500))
+				return
+			}
+			l := strconv.Itoa(c.line)
+			if !strings.Contains(out, "tokens.json:"+l) && !regexp.MustCompile(`line[ :]+`+l+`\b`).MatchString(out) {
+				t.Errorf("refusal for %s does not name line %d (DECISIONS 3: names the line):\n%s", c.name, c.line, tail(out, 500))
+			}
+		})
+	}
+	t.Run("no token file", func(t *testing.T) {
+		t.Parallel()
+		code, out := runToExit(t, map[string]string{"GATEWAY_LOCAL_URL": ""})
+		if code <= 0 {
+			t.Errorf("gatewayd without GATEWAY_TOKENS_FILE: exit %d, want a refusal (DECISIONS 2)\n%s", code, tail(out, 300))
+		}
+	})
+	t.Run("missing token file", func(t *testing.T) {
+		t.Parallel()
+		code, out := runToExit(t, map[string]string{"GATEWAY_LOCAL_URL": "", "GATEWAY_TOKENS_FILE": filepath.Join(t.TempDir(), "absent.json")})
+		if code <= 0 {
+			t.Errorf("gatewayd with an absent token file: exit %d, want a refusal\n%s", code, tail(out, 300))
+		}
+	})
+	t.Run("flag wins over env", func(t *testing.T) {
+		t.Parallel()
+		good := filepath.Join(t.TempDir(), "good.json")
+		writeFile(t, good, defaultTokens())
+		bad := filepath.Join(t.TempDir(), "bad.json")
+		writeFile(t, bad, "{")
+		code, _ := runToExit(t, map[string]string{"GATEWAY_TOKENS_FILE": good, "GATEWAY_LOCAL_URL": ""}, "-tokens-file", bad)
+		if code <= 0 {
+			t.Errorf("-tokens-file <bad> with GATEWAY_TOKENS_FILE=<good>: exit %d, want a refusal (DECISIONS 2: a flag wins over the variable)", code)
+		}
+	})
+}
+
+func TestDevMode(t *testing.T) {
+	t.Parallel()
+	g := start(t, func(s *setup) {
+		s.Tokens = noTokens
+		s.Args = []string{"-dev"}
+		s.LocalURL = refused(t)
+		s.CloudAURL, s.CloudBURL = unset, unset
+	})
+	out := g.stderr.String()
+	token := ""
+	for _, w := range regexp.MustCompile(`[A-Za-z0-9_\-\.]{16,}`).FindAllString(out, -1) {
+		if strings.Contains(w, "127.0.0.1") {
+			continue
+		}
+		if g.get(t, "/v1/models", w, "").Status == 200 {
+			token = w
+			break
+		}
+	}
+	if token == "" {
+		t.Fatalf("gatewayd -dev printed no working token on stderr (DECISIONS 2):\n%s", tail(out, 1000))
+	}
+	if !strings.Contains(out, "/playground") {
+		t.Errorf("gatewayd -dev does not print the /playground URL (DECISIONS 2)")
+	}
+	if !strings.Contains(out, strings.TrimPrefix(g.Base, "http://")) {
+		t.Errorf("gatewayd -dev does not print the address it serves (DECISIONS 2)")
+	}
+	// the token is a tenant admin of tenant dev
+	wantStatus(t, g.do(t, "GET", "/v1/tenant/config", token, "", nil, H{"GW-Tenant-Id": "dev"}), 200, "DECISIONS 2: tenant-admin token for tenant dev")
+	wantStatus(t, g.do(t, "PUT", "/v1/tenant/config", token, "", map[string]any{"key": "compact_keep_last_n", "value": 5}, nil), 200, "DECISIONS 2: tenant_admin")
+	r := g.post(t, "/v1/chat/completions", token, "", chatBody("lm-4-scout", "Hello"))
+	if wantStatus(t, r, 200, "DECISIONS 2: demo backend answers when no backend answers") {
+		m := r.JSON()
+		ch, _ := m["choices"].([]any)
+		if len(ch) == 0 || !strings.Contains(strings.ToLower(mustJSON(ch[0])), "demo") {
+			t.Errorf("demo answer %s, want an answer that says it is the demo backend (README)", truncate(string(r.Body), 300))
+		}
+	}
+	sb := chatBody("lm-4-scout", "Hello stream")
+	sb["stream"] = true
+	r = g.post(t, "/v1/chat/completions", token, "", sb)
+	if evs := parseSSE(r.Body); r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || contentOf(evs) == "" {
+		t.Errorf("demo stream: %s", truncate(string(r.Body), 300))
+	}
+	r = c1(t, g, token, "newcomer", map[string]any{"message": "hi", "stream": false})
+	wantStatus(t, r, 200, "demo backend on /c1")
+	if info := g.get(t, "/v1/info", token, ""); !strings.Contains(strings.ToLower(str(info.JSON()["notes"])), "demo") {
+		t.Errorf("/v1/info notes %q do not label the demo backend (issue 3 item 9)", str(info.JSON()["notes"]))
+	}
+}
+
+func TestNoDemoOutsideDev(t *testing.T) {
+	t.Parallel()
+	g := start(t, func(s *setup) { s.LocalURL = refused(t); s.CloudAURL, s.CloudBURL = unset, unset })
+	wantErr(t, g.post(t, "/v1/chat/completions", tokAdmin, "", chatBody("lm-4-scout", "hi")), 503, "overloaded_error", "upstream_unavailable", anyParam,
+		"issue 3 item 9: outside -dev the demo never answers in place of a real backend")
+}

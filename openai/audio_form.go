@@ -31,7 +31,6 @@ type formCheck struct {
 	pw       *io.PipeWriter
 	verdict  chan error // the scan's result, nil or errUserIDField; buffered
 	rejected atomic.Bool
-	eof      atomic.Bool
 }
 
 func newFormCheck(r io.Reader, boundary string) *formCheck {
@@ -82,29 +81,23 @@ func (c *formCheck) Read(p []byte) (int, error) {
 	switch {
 	case errors.Is(err, io.EOF):
 		c.pw.Close()
-		c.eof.Store(true)
 	case err != nil:
 		c.pw.CloseWithError(err)
 	}
 	return n, err
 }
 
-// found reports whether the upload has a user_id field. For an upload read to
-// its end it waits for the scan (which ends at once then); otherwise it tells
-// what the scan found so far. Call it once.
+// found reports whether the upload has a user_id field among the bytes the
+// upstream was sent. It ends the scan's input first: whatever the transport
+// read is already in the pipe, so the verdict covers exactly what was
+// forwarded, even when the upstream answered before the upload's end reached
+// the scan. Call it once, after the upstream call returned.
 func (c *formCheck) found() bool {
 	if c.rejected.Load() {
 		return true
 	}
-	if c.eof.Load() {
-		return <-c.verdict != nil
-	}
-	select {
-	case err := <-c.verdict:
-		return err != nil
-	default:
-		return false
-	}
+	c.pw.CloseWithError(errUploadStopped)
+	return <-c.verdict != nil
 }
 
 // close ends the scan of an upload that was not read to its end.

@@ -1,0 +1,66 @@
+package httpx_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+)
+
+type sample struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+	Inner struct {
+		Flag bool `json:"flag"`
+	} `json:"inner"`
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		body       string
+		code       errcat.Code
+		param      string
+		limitBytes int64
+	}{
+		{body: `{"name":"a","count":1,"inner":{"flag":true}}`},
+		{body: `{"name":"a","extra":1}`, code: errcat.InvalidField, param: "body.extra"},
+		{body: `{"user_id":"u"}`, code: errcat.InvalidField, param: "body.user_id"},
+		{body: `{"count":"x"}`, code: errcat.InvalidField, param: "body.count"},
+		{body: `{"inner":{"flag":1}}`, code: errcat.InvalidField, param: "body.inner.flag"},
+		{body: `[1]`, code: errcat.InvalidJSON},
+		{body: `{"name":"a"} {}`, code: errcat.InvalidJSON},
+		{body: `{"name":`, code: errcat.InvalidJSON},
+		{body: ``, code: errcat.InvalidJSON},
+		{body: `{"name":"` + strings.Repeat("x", 100) + `"}`, code: errcat.BodyTooLarge, limitBytes: 50},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
+		if tt.limitBytes > 0 {
+			r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, tt.limitBytes)
+		}
+		var v sample
+		err := httpx.Decode(r, &v)
+		if tt.code == "" {
+			if err != nil {
+				t.Errorf("Decode(%s) = %v", tt.body, err)
+			}
+			continue
+		}
+		e := errcat.As(err)
+		if err == nil || e.Code != tt.code || e.Param != tt.param {
+			t.Errorf("Decode(%.40s) = %v; want %s %q", tt.body, err, tt.code, tt.param)
+		}
+	}
+}
+
+func TestRejectUserIDQuery(t *testing.T) {
+	for q, want := range map[string]bool{"user_id=a": true, "user%5Fid=a": true, "x=user_id": false, "limit=1": false} {
+		r := httptest.NewRequest("GET", "/?"+q, nil)
+		if got := httpx.RejectUserIDQuery(r) != nil; got != want {
+			t.Errorf("RejectUserIDQuery(%s) rejected = %v, want %v", q, got, want)
+		}
+	}
+}

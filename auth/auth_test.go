@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"strings"
 	"testing"
 
@@ -186,5 +187,15 @@ func TestNilCatalog(t *testing.T) {
 	}
 	if _, ok := c.Tenant("x"); ok || c.Len() != 0 || c.Tenants() != nil {
 		t.Error("nil catalog is not empty")
+	}
+}
+
+func TestDigestOfDoesNotAllocate(t *testing.T) {
+	token := strings.Repeat("t", 200) // longer than the 32 bytes the compiler keeps on the stack
+	if got, want := auth.DigestOf(token), auth.Digest(sha256.Sum256([]byte(token))); got != want {
+		t.Fatalf("DigestOf = %x, want %x", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { auth.DigestOf(token) }); n != 0 {
+		t.Errorf("DigestOf allocates %v times", n)
 	}
 }

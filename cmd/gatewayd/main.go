@@ -9,11 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/chatgw/gateway/internal/gctune"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Fewer collections while the live heap is small, unless GOGC is set.
+	defer gctune.StartDefault(os.LookupEnv)()
 	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayd:", err)
 		os.Exit(1)

@@ -85,6 +85,7 @@ type config struct {
 	dataDir         string
 	jsonOut         string
 	gatewayPprof    string
+	gatewayEnv      []string // KEY=VALUE added to the gateway process's environment
 	streams         int
 	slowChunks      int
 	slowInterval    time.Duration
@@ -124,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&cfg.slowRamp, "slow-ramp", 1000, scenarioSlowStreams+": streams opened per second")
 	fs.BoolVar(&cfg.slowH2C, "slow-h2c", false, scenarioSlowStreams+": the proxy and the gateway reach the fake over h2c (HTTP/2 without TLS), multiplexing the streams on few connections, instead of one HTTP/1.1 connection per stream")
 	fs.StringVar(&cfg.gatewayPprof, "gateway-pprof", "", "serve the gateway process's net/http/pprof on this address (host:port), for profiling under load")
+	genv := fs.String("gateway-env", "", "comma-separated KEY=VALUE added to the gateway process's environment, e.g. GOGC=100,GOMAXPROCS=1, to compare runtime settings")
 	fs.BoolVar(&cfg.quick, "quick", false, "a run of a few seconds: -rate 200 -duration 300ms -warmup 100ms -rounds 1 -peak-workers 8")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -140,7 +142,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			}
 		}
 	}
-	cfg.scenarios, cfg.targets = splitList(*scen), splitList(*targ)
+	cfg.scenarios, cfg.targets, cfg.gatewayEnv = splitList(*scen), splitList(*targ), splitList(*genv)
 	cfg.command = strings.Join(append([]string{"gwbench"}, args...), " ")
 	return cfg, cfg.validate()
 }
@@ -155,6 +157,11 @@ func (c config) validate() error {
 	for _, t := range c.targets {
 		if !slices.Contains(allTargets, t) {
 			return fmt.Errorf("-targets: unknown target %q (want %s)", t, strings.Join(allTargets, ", "))
+		}
+	}
+	for _, kv := range c.gatewayEnv {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("-gateway-env: %q is not KEY=VALUE", kv)
 		}
 	}
 	switch {

@@ -66,7 +66,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 // the gateway, each in a process of its own.
 func (b *bench) start(exe string) error {
 	cfg := b.cfg
-	fake, err := b.startServer(exe, cmdServeFake, "-latency", cfg.upstreamLatency.String(),
+	fake, err := b.startServer(exe, nil, cmdServeFake, "-latency", cfg.upstreamLatency.String(),
 		"-chunks", strconv.Itoa(cfg.chunks), "-interval", cfg.chunkInterval.String())
 	if err != nil {
 		return err
@@ -79,7 +79,7 @@ func (b *bench) start(exe string) error {
 		t := &target{name: name, srv: fake, client: newClient(cfg.conns, cfg.timeout)}
 		switch name {
 		case targetProxy:
-			t.srv, err = b.startServer(exe, cmdServeProxy, "-upstream", fake.url, "-conns", strconv.Itoa(cfg.conns))
+			t.srv, err = b.startServer(exe, nil, cmdServeProxy, "-upstream", fake.url, "-conns", strconv.Itoa(cfg.conns))
 		case targetGateway:
 			t.token = "gwbench_" + rand.Text()
 			if err := b.makeDataDir(); err != nil {
@@ -89,7 +89,7 @@ func (b *bench) start(exe string) error {
 			if cfg.gatewayPprof != "" {
 				args = append(args, "-pprof", cfg.gatewayPprof)
 			}
-			t.srv, err = b.startServer(exe, cmdServeGateway, args...)
+			t.srv, err = b.startServer(exe, cfg.gatewayEnv, cmdServeGateway, args...)
 		}
 		if err != nil {
 			return err
@@ -101,8 +101,8 @@ func (b *bench) start(exe string) error {
 	return nil
 }
 
-func (b *bench) startServer(exe, name string, args ...string) (*server, error) {
-	s, err := startServer(exe, append([]string{name, "-addr", "127.0.0.1:0"}, args...), b.log)
+func (b *bench) startServer(exe string, env []string, name string, args ...string) (*server, error) {
+	s, err := startServer(exe, append([]string{name, "-addr", "127.0.0.1:0"}, args...), env, b.log)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chatgw/gateway"
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/internal/gctune"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
@@ -71,6 +72,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	case cmdServeProxy:
 		h, err = newProxy(*up, *conns, *h2c)
 	case cmdServeGateway:
+		// The process settings of gatewayd, so that the gateway measured is
+		// the one operators run.
+		stopTune := gctune.StartDefault(os.LookupEnv)
+		defer stopTune()
 		var g *gateway.Gateway
 		g, err = newGateway(*up, *dataDir, *token, *h2c)
 		if g != nil {

@@ -74,7 +74,7 @@ func (b *bench) runSlowStreams(ctx context.Context, exe string) []slowReport {
 		h2c = []string{"-h2c"}
 	}
 	fake, err := startServer(exe, append([]string{cmdServeFake, "-addr", "127.0.0.1:0",
-		"-chunks", strconv.Itoa(cfg.slowChunks), "-interval", cfg.slowInterval.String()}, h2c...), b.log)
+		"-chunks", strconv.Itoa(cfg.slowChunks), "-interval", cfg.slowInterval.String()}, h2c...), nil, b.log)
 	if err != nil {
 		return []slowReport{{Target: "fake", Skipped: err.Error()}}
 	}
@@ -120,7 +120,11 @@ func (b *bench) startSlowTarget(exe, name, fakeURL string, extra []string) (*tar
 			args = append(args, "-pprof", cfg.gatewayPprof)
 		}
 	}
-	srv, err := startServer(exe, append(args, extra...), b.log)
+	var env []string
+	if name == targetGateway {
+		env = cfg.gatewayEnv
+	}
+	srv, err := startServer(exe, append(args, extra...), env, b.log)
 	if err != nil {
 		return nil, nil, err
 	}

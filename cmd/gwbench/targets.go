@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -57,10 +58,14 @@ type server struct {
 }
 
 // startServer re-executes exe (gwbench itself) with a server subcommand and
-// waits until it prints the address it serves. The child ends when stop
-// closes its stdin, or when this process dies.
-func startServer(exe string, args []string, stderr io.Writer) (*server, error) {
+// waits until it prints the address it serves; env is added to the child's
+// environment. The child ends when stop closes its stdin, or when this process
+// dies.
+func startServer(exe string, args, env []string, stderr io.Writer) (*server, error) {
 	cmd := exec.Command(exe, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

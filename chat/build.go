@@ -87,10 +87,39 @@ func trimHistory(history []json.RawMessage, k *int32) ([]json.RawMessage, bool) 
 	return out, true
 }
 
+// roleOf returns a stored message's role. Loading a conversation reads the
+// role of every message, so the common shape, compact JSON written by
+// encoding/json with "role" as its first and only such key and a value
+// without escapes, is read without decoding the message; anything else is
+// decoded.
 func roleOf(raw json.RawMessage) string {
+	const prefix = `{"role":"`
+	if rest, ok := bytes.CutPrefix(raw, []byte(prefix)); ok && bytes.Count(raw, []byte(`"role"`)) == 1 {
+		if end := bytes.IndexAny(rest, `"\`); end >= 0 && rest[end] == '"' {
+			return internRole(rest[:end])
+		}
+	}
 	var m message
 	_ = json.Unmarshal(raw, &m)
 	return m.Role
+}
+
+// internRole returns role as a string, without allocating for the roles of
+// the chat completions API.
+func internRole(role []byte) string {
+	switch string(role) { // no allocation: the compiler compares the bytes
+	case "system":
+		return "system"
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "tool":
+		return "tool"
+	case "developer":
+		return "developer"
+	}
+	return string(role)
 }
 
 // userMessage builds the current user message: message as it is, or, when it is

@@ -1,0 +1,63 @@
+package chat
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// roleOfJSON is roleOf without the fast path: what it must agree with.
+func roleOfJSON(raw []byte) string {
+	var m message
+	_ = json.Unmarshal(raw, &m)
+	return m.Role
+}
+
+func TestRoleOf(t *testing.T) {
+	tests := []struct{ raw, want string }{
+		{`{"role":"user","content":"hi"}`, "user"},
+		{`{"role":"system","content":"be brief"}`, "system"},
+		{`{"content":"hi","role":"assistant"}`, "assistant"},
+		{`{"role":"user","role":"system"}`, "system"},              // the last key wins
+		{`{"role":"sys\u0074em","content":""}`, "system"},          // an escape
+		{`{"role":"user","content":"say \"role\" twice"}`, "user"}, // "role" in the content
+		{`{"role":"user","content":"ends in \"role"}`, "user"},     // `"role"` bytes in a string
+		{`{"role":"us`, ""},             // cut short
+		{`{ "role" : "tool" }`, "tool"}, // not compact
+		{`{"Role":"user"}`, "user"},     // case-folded key
+		{`{"role":null}`, ""},
+		{`[]`, ""},
+	}
+	for _, tt := range tests {
+		if got := roleOf(json.RawMessage(tt.raw)); got != tt.want {
+			t.Errorf("roleOf(%s) = %q, want %q", tt.raw, got, tt.want)
+		}
+	}
+}
+
+func FuzzRoleOf(f *testing.F) {
+	for _, s := range []string{`{"role":"user","content":"x"}`, `{"role":"a\"b"}`, `{"role":"x","role":"y"}`, `{"role":""}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return // stored messages are valid JSON
+		}
+		if got, want := roleOf(raw), roleOfJSON(raw); got != want {
+			t.Errorf("roleOf(%q) = %q, encoding/json reads %q", raw, got, want)
+		}
+	})
+}
+
+func BenchmarkTrimHistory(b *testing.B) {
+	history := make([]json.RawMessage, 0, 40)
+	for i := 0; i < 20; i++ {
+		history = append(history,
+			json.RawMessage(`{"role":"user","content":"What is the weather like in Paris today, and should I take an umbrella?"}`),
+			json.RawMessage(`{"role":"assistant","content":"It is mild and cloudy in Paris today with a chance of light rain in the afternoon; an umbrella would be wise."}`))
+	}
+	k := int32(10)
+	b.ReportAllocs()
+	for b.Loop() {
+		trimHistory(history, &k)
+	}
+}

@@ -22,11 +22,13 @@ type config struct {
 	ModelsFile       string        `env:"MODELS_FILE" help:"model catalog override (default: built-in)"`
 	AgentsDir        string        `env:"AGENTS_DIR" help:"directory of agent files"`
 	LocalURL         string        `env:"LOCAL_URL, default=http://127.0.0.1:11434/v1" help:"local OpenAI-compatible backend base URL; empty: unconfigured"`
+	LocalAPIKey      string        `env:"LOCAL_API_KEY" help:"bearer token sent to the local backend; empty: none"`
 	CloudAURL        string        `env:"CLOUDA_URL" help:"cloud host A base URL (ending in /v1)"`
 	CloudAAPIKey     string        `env:"CLOUDA_API_KEY" help:"cloud host A API key"`
 	CloudBURL        string        `env:"CLOUDB_URL" help:"cloud host B base URL (ending in /v1)"`
 	CloudBAPIKey     string        `env:"CLOUDB_API_KEY" help:"cloud host B API key"`
 	RouterURL        string        `env:"ROUTER_URL" help:"external OpenAI-compatible model router; every model call goes there"`
+	RouterAPIKey     string        `env:"ROUTER_API_KEY" help:"bearer token sent to the router; empty: none"`
 	RatePerSecond    float64       `env:"RATE_PER_SECOND, default=1" help:"per-token rate limit, requests per second"`
 	RateBurst        int           `env:"RATE_BURST, default=30" help:"per-token rate limit burst"`
 	BodyLimitBytes   int64         `env:"BODY_LIMIT_BYTES, default=33554432" help:"request body limit in bytes"`

@@ -141,11 +141,13 @@ func modelCatalog(cfg *config) (*upstream.Catalog, error) {
 func backendsOf(cfg *config) upstream.Backends {
 	return upstream.Backends{
 		LocalURL:         cfg.LocalURL,
+		LocalAPIKey:      cfg.LocalAPIKey,
 		CloudAURL:        cfg.CloudAURL,
 		CloudAAPIKey:     cfg.CloudAAPIKey,
 		CloudBURL:        cfg.CloudBURL,
 		CloudBAPIKey:     cfg.CloudBAPIKey,
 		RouterURL:        cfg.RouterURL,
+		RouterAPIKey:     cfg.RouterAPIKey,
 		FirstByteTimeout: cfg.FirstByteTimeout,
 		TotalTimeout:     cfg.UpstreamTimeout,
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -49,6 +50,30 @@ func TestLoadConfigFlagWinsOverEnv(t *testing.T) {
 	want := []any{"127.0.0.1:9", "/flag", 7, "", 3 * time.Second, 600 * time.Second, true, int64(33554432)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestBackendsFromEnvironment(t *testing.T) {
+	env := envOf(map[string]string{
+		"GATEWAY_LOCAL_URL": "http://local:1/v1", "GATEWAY_LOCAL_API_KEY": "lk",
+		"GATEWAY_CLOUDA_URL": "https://a/v1", "GATEWAY_CLOUDA_API_KEY": "ak",
+		"GATEWAY_CLOUDB_URL": "https://b/v1", "GATEWAY_CLOUDB_API_KEY": "bk",
+		"GATEWAY_ROUTER_URL": "http://router/v1", "GATEWAY_ROUTER_API_KEY": "rk",
+		"GATEWAY_UPSTREAM_TIMEOUT": "9s", "GATEWAY_FIRST_BYTE_TIMEOUT": "2s",
+	})
+	c, err := loadConfig(context.Background(), []string{"-router-api-key", "rk2"}, env, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := upstream.Backends{
+		LocalURL: "http://local:1/v1", LocalAPIKey: "lk",
+		CloudAURL: "https://a/v1", CloudAAPIKey: "ak",
+		CloudBURL: "https://b/v1", CloudBAPIKey: "bk",
+		RouterURL: "http://router/v1", RouterAPIKey: "rk2",
+		TotalTimeout: 9 * time.Second, FirstByteTimeout: 2 * time.Second,
+	}
+	if diff := cmp.Diff(want, backendsOf(c)); diff != "" {
+		t.Errorf("backends mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -38,7 +38,8 @@
 //     and images are given, the parts array [text, image_url...] (images is
 //     ignored when message is a parts array). tools, tool_choice,
 //     response_format, max_tokens, temperature and stream (default true) are
-//     passed through; stream_options is not added. attachments are handled by
+//     passed through; a stream asks for usage (stream_options.include_usage,
+//     whose final usage chunk reaches the client too). attachments are handled by
 //     the pre-flight checks exactly as on /v1 (DECISIONS 8 item 31).
 //  6. The shared pre-flight checks (internal/preflight, params of the spec's
 //     table, "body." for field errors) run on that body: model allowlist, image
@@ -106,9 +107,10 @@
 // pinned to cloudB, with Retry-After until the next 00:00 UTC; the
 // conversation id headers are sent and nothing is stored. When the answer ends
 // the ticket is settled to usage.total_tokens when the answer carried usage (a
-// JSON answer normally does; /c1 does not add stream_options, so a stream
-// normally does not) and to the whole reservation otherwise, including a stream
-// cut after its first byte or a client that went away. An upstream call that
+// JSON answer normally does; a stream does when the backend honours
+// stream_options.include_usage, which /c1 always sends) and to the whole
+// reservation otherwise, including a stream cut after its first byte or a
+// client that went away. An upstream call that
 // fails before any answer releases the reservation; the turn still counts
 // against requests_per_day. A failed commit still settles: the model did
 // answer.

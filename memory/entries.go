@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
@@ -43,36 +41,27 @@ type usageRecord struct {
 // entrySize is what an entry counts against its bucket's cap.
 func entrySize(key, value string) int { return len(key) + len(value) }
 
+// readUsage returns the usage record of bucket b; the zero record when b is
+// empty.
 func readUsage(tx store.Tx, b bucketKey) (usageRecord, error) {
 	var u usageRecord
-	raw := tx.Get(bucketUsage, b.prefix())
-	if raw == nil {
-		return u, nil
-	}
-	if err := json.Unmarshal(raw, &u); err != nil {
-		return u, fmt.Errorf("memory: usage record: %w", err)
-	}
-	return u, nil
+	_, err := getJSON(tx, bucketUsage, b.prefix(), &u, "usage record")
+	return u, err
 }
 
+// readEntry returns the record of key in bucket b, or nil when there is none.
 func readEntry(tx store.Tx, b bucketKey, key string) (*entryRecord, error) {
-	raw := tx.Get(bucketEntries, b.entryKey(key))
-	if raw == nil {
-		return nil, nil
-	}
 	var rec entryRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, fmt.Errorf("memory: entry record: %w", err)
+	if ok, err := getJSON(tx, bucketEntries, b.entryKey(key), &rec, "entry record"); !ok {
+		return nil, err
 	}
 	return &rec, nil
 }
 
-func putJSON(tx store.Tx, bucket, key []byte, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return tx.Put(bucket, key, b)
+// entry is rec as the API shows it, as key of bucket b.
+func (rec entryRecord) entry(b bucketKey, key string) Entry {
+	return Entry{Key: key, Value: rec.Value, Visibility: b.visibility, ScopeID: b.scope,
+		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
 }
 
 // errBucketFull is memory_bucket_full for a write that would make the bucket
@@ -109,28 +98,27 @@ func fits(tx store.Tx, b bucketKey, key, value string) (usageRecord, *entryRecor
 // same transaction; an overflow is memory_bucket_full and leaves the old value.
 func (s *Service) putEntry(ctx context.Context, b bucketKey, key, value string) (Entry, error) {
 	now := s.clk.Now().UTC()
-	e := Entry{Key: key, Value: value, Visibility: b.visibility, ScopeID: b.scope, CreatedAt: now, UpdatedAt: now}
-	err := s.st.Update(ctx, func(tx store.Tx) error {
+	return inTx(ctx, s.st.Update, func(tx store.Tx) (Entry, error) {
 		u, old, err := fits(tx, b, key, value)
 		if err != nil {
-			return err
+			return Entry{}, err
 		}
+		rec := entryRecord{Value: value, CreatedAt: now, UpdatedAt: now}
 		u.UsedBytes += entrySize(key, value)
 		if old != nil {
 			u.UsedBytes -= entrySize(key, old.Value)
-			e.CreatedAt = old.CreatedAt
+			rec.CreatedAt = old.CreatedAt
 		} else {
 			u.Entries++
 		}
-		if err := putJSON(tx, bucketEntries, b.entryKey(key), entryRecord{Value: value, CreatedAt: e.CreatedAt, UpdatedAt: now}); err != nil {
-			return err
+		if err := putJSON(tx, bucketEntries, b.entryKey(key), rec); err != nil {
+			return Entry{}, err
 		}
-		return putJSON(tx, bucketUsage, b.prefix(), u)
+		if err := putJSON(tx, bucketUsage, b.prefix(), u); err != nil {
+			return Entry{}, err
+		}
+		return rec.entry(b, key), nil
 	})
-	if err != nil {
-		return Entry{}, storeErr(err)
-	}
-	return e, nil
 }
 
 // checkFits reports memory_bucket_full, in a read transaction, when key=value
@@ -144,32 +132,25 @@ func (s *Service) checkFits(ctx context.Context, b bucketKey, key, value string)
 
 // deleteEntry removes key from bucket b and reports whether it existed.
 func (s *Service) deleteEntry(ctx context.Context, b bucketKey, key string) (bool, error) {
-	deleted := false
-	err := s.st.Update(ctx, func(tx store.Tx) error {
-		deleted = false
+	return inTx(ctx, s.st.Update, func(tx store.Tx) (bool, error) {
 		old, err := readEntry(tx, b, key)
 		if err != nil || old == nil {
-			return err
+			return false, err
 		}
 		u, err := readUsage(tx, b)
 		if err != nil {
-			return err
+			return false, err
 		}
 		u.UsedBytes -= entrySize(key, old.Value)
 		u.Entries--
 		if err := tx.Delete(bucketEntries, b.entryKey(key)); err != nil {
-			return err
+			return false, err
 		}
-		deleted = true
 		if u.Entries <= 0 {
-			return tx.Delete(bucketUsage, b.prefix())
+			return true, tx.Delete(bucketUsage, b.prefix())
 		}
-		return putJSON(tx, bucketUsage, b.prefix(), u)
+		return true, putJSON(tx, bucketUsage, b.prefix(), u)
 	})
-	if err != nil {
-		return false, storeErr(err)
-	}
-	return deleted, nil
 }
 
 // scanEntries appends the entries of bucket b, sorted by key, to dst. An empty
@@ -185,11 +166,10 @@ func scanEntries(tx store.Tx, b bucketKey, dst []Entry) ([]Entry, error) {
 			return false, err
 		}
 		var rec entryRecord
-		if err := json.Unmarshal(v, &rec); err != nil {
-			return false, fmt.Errorf("memory: entry record: %w", err)
+		if err := decodeJSON(v, &rec, "entry record"); err != nil {
+			return false, err
 		}
-		dst = append(dst, Entry{Key: key, Value: rec.Value, Visibility: b.visibility, ScopeID: b.scope,
-			CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt})
+		dst = append(dst, rec.entry(b, key))
 		return true, nil
 	})
 	return dst, err
@@ -198,33 +178,23 @@ func scanEntries(tx store.Tx, b bucketKey, dst []Entry) ([]Entry, error) {
 // listEntries returns the entries of the buckets bs, in that order, each
 // sorted by key, read in one transaction.
 func (s *Service) listEntries(ctx context.Context, bs ...bucketKey) ([]Entry, error) {
-	out := []Entry{}
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		out = out[:0]
+	return inTx(ctx, s.st.View, func(tx store.Tx) ([]Entry, error) {
+		out := []Entry{}
 		for _, b := range bs {
 			var err error
 			if out, err = scanEntries(tx, b, out); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return nil
+		return out, nil
 	})
-	if err != nil {
-		return nil, storeErr(err)
-	}
-	return out, nil
 }
 
 // usage returns the usage of bucket b.
 func (s *Service) usage(ctx context.Context, b bucketKey) (Usage, error) {
-	var u usageRecord
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		var err error
-		u, err = readUsage(tx, b)
-		return err
-	})
+	u, err := inTx(ctx, s.st.View, func(tx store.Tx) (usageRecord, error) { return readUsage(tx, b) })
 	if err != nil {
-		return Usage{}, storeErr(err)
+		return Usage{}, err
 	}
 	return Usage{UsedBytes: u.UsedBytes, CapBytes: BucketCapBytes, Entries: u.Entries}, nil
 }

@@ -1,9 +1,6 @@
 package memory_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -14,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/memory"
 )
 
@@ -46,10 +41,7 @@ func TestPutEntryValidation(t *testing.T) {
 		{"no user", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "headers.gw-user-id")},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e.t = t
-			e.fails(req{method: "POST", path: "/v1/memory", user: tc.user, body: tc.body}, tc.want)
-		})
+		e.failsIn(t, tc.name, req{method: "POST", path: "/v1/memory", user: tc.user, body: tc.body}, tc.want)
 	}
 }
 
@@ -63,7 +55,7 @@ func TestPutEntryAnswer(t *testing.T) {
 	got = e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v2", "visibility": "private"}})
 	diffT(t, "upsert", map[string]any{"key": "k", "value": "v2", "visibility": "private", "scope_id": "default",
 		"created_at": created, "updated_at": t0.Add(time.Minute).Format(time.RFC3339Nano)}, got)
-	diffT(t, "list", []string{"k=v2/private"}, keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+	diffT(t, "list", []string{"k=v2/private"}, e.list("", "alice", "visibility=private"))
 }
 
 // usage returns the usage answer of a bucket.
@@ -104,12 +96,10 @@ func TestBucketCapBoundary(t *testing.T) {
 	}
 	e := newEnv(t)
 	for _, s := range steps {
-		e.t = t
-		t.Run(s.name, func(t *testing.T) {
-			e.t = t
+		e.run(t, s.name, func(t *testing.T) {
 			e.fails(s.q, s.want)
 			diffT(t, "usage", s.wantUsage, e.usage("alice", "private", ""))
-			diffT(t, "entries", s.wantList, keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+			diffT(t, "entries", s.wantList, e.list("", "alice", "visibility=private"))
 		})
 	}
 }
@@ -118,7 +108,7 @@ func TestBucketCapCountsUTF8Bytes(t *testing.T) {
 	e := newEnv(t)
 	// "é" is 2 bytes: key 2 + value 2*8190 + 2 = 16384.
 	v := strings.Repeat("é", 8190) + "xx"
-	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "kk", "value": v, "visibility": "private"}})
+	e.remember("", "alice", "kk", v, "private", "")
 	diffT(t, "usage", usageOf(memory.BucketCapBytes, 1), e.usage("alice", "private", ""))
 	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "kk", "value": v + "x", "visibility": "private"}},
 		wantErr(errcat.MemoryBucketFull, "value"))
@@ -130,7 +120,7 @@ func TestBucketsAreSeparate(t *testing.T) {
 	e := newEnv(t)
 	big := repeat(memory.BucketCapBytes - 1)
 	// Filling alice's private default bucket leaves every other bucket empty.
-	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "a", "value": big, "visibility": "private"}})
+	e.remember("", "alice", "a", big, "private", "")
 	for _, q := range []req{
 		{user: "bob", body: map[string]any{"key": "a", "value": big, "visibility": "private"}},
 		{user: "alice", body: map[string]any{"key": "a", "value": big, "visibility": "public"}},
@@ -144,48 +134,44 @@ func TestBucketsAreSeparate(t *testing.T) {
 
 func TestPrivateIsolation(t *testing.T) {
 	e := newEnv(t)
-	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "secret", "value": "42", "visibility": "private"}})
-	diffT(t, "bob's private list", []string{}, keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "bob"})))
-	diffT(t, "bob's list", []string{}, keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "bob"})))
+	e.remember("", "alice", "secret", "42", "private", "")
+	diffT(t, "bob's private list", []string{}, e.list("", "bob", "visibility=private"))
+	diffT(t, "bob's list", []string{}, e.list("", "bob", ""))
 	diffT(t, "bob's usage", usageOf(0, 0), e.usage("bob", "private", ""))
 	diffT(t, "bob's delete", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=secret", user: "bob"}))
-	diffT(t, "alice's list", []string{"secret=42/private"}, keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+	diffT(t, "alice's list", []string{"secret=42/private"}, e.list("", "alice", "visibility=private"))
 }
 
 func TestPublicSharingAndTenantIsolation(t *testing.T) {
 	e := newEnv(t)
-	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "wifi", "value": "guest", "visibility": "public", "scope_id": "office"}})
+	e.remember("", "alice", "wifi", "guest", "public", "office")
 	diffT(t, "bob in the scope", []string{"wifi=guest/public"},
-		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=public&scope_id=office", user: "bob"})))
+		e.list("", "bob", "visibility=public&scope_id=office"))
 	diffT(t, "bob in the default scope", []string{},
-		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=public", user: "bob"})))
+		e.list("", "bob", "visibility=public"))
 	diffT(t, "other tenant", []string{},
-		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=public&scope_id=office", user: "alice", tenant: "other"})))
+		e.list("other", "alice", "visibility=public&scope_id=office"))
 	diffT(t, "other tenant's delete", map[string]any{"deleted": false},
 		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "alice", tenant: "other"}))
 	diffT(t, "bob's usage", usageOf(len("wifi")+len("guest"), 1), e.usage("bob", "public", "office"))
 	diffT(t, "bob deletes", map[string]any{"deleted": true},
 		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "bob"}))
 	diffT(t, "alice after the delete", []string{},
-		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=public&scope_id=office", user: "alice"})))
+		e.list("", "alice", "visibility=public&scope_id=office"))
 	diffT(t, "usage after the delete", usageOf(0, 0), e.usage("alice", "public", "office"))
 }
 
 func TestListWithoutVisibility(t *testing.T) {
 	e := newEnv(t)
-	for _, b := range []map[string]any{
-		{"key": "z", "value": "1", "visibility": "private"},
-		{"key": "b", "value": "2", "visibility": "public"},
-		{"key": "a", "value": "3", "visibility": "private"},
-		{"key": "a", "value": "4", "visibility": "public"},
-		{"key": "c", "value": "5", "visibility": "private", "scope_id": "other"},
-	} {
-		e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: b})
-	}
+	e.remember("", "alice", "z", "1", "private", "")
+	e.remember("", "alice", "b", "2", "public", "")
+	e.remember("", "alice", "a", "3", "private", "")
+	e.remember("", "alice", "a", "4", "public", "")
+	e.remember("", "alice", "c", "5", "private", "other")
 	diffT(t, "list", []string{"a=3/private", "z=1/private", "a=4/public", "b=2/public"},
-		keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "alice"})))
+		e.list("", "alice", ""))
 	diffT(t, "list of scope other", []string{"c=5/private"},
-		keysValues(e.ok(req{method: "GET", path: "/v1/memory?scope_id=other", user: "alice"})))
+		e.list("", "alice", "scope_id=other"))
 }
 
 func TestQueryValidation(t *testing.T) {
@@ -210,17 +196,14 @@ func TestQueryValidation(t *testing.T) {
 		{"DELETE", "/v1/memory?visibility=private&key=k", "alice", apiErr{}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			e.t = t
-			e.fails(req{method: tc.method, path: tc.path, user: tc.user}, tc.want)
-		})
+		e.failsIn(t, tc.method+" "+tc.path, req{method: tc.method, path: tc.path, user: tc.user}, tc.want)
 	}
 }
 
 func TestDeleteEntryUpdatesUsage(t *testing.T) {
 	e := newEnv(t)
 	for _, kv := range [][2]string{{"a", "12345"}, {"bb", "1"}} {
-		e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": kv[0], "value": kv[1], "visibility": "private"}})
+		e.remember("", "alice", kv[0], kv[1], "private", "")
 	}
 	diffT(t, "usage", usageOf(9, 2), e.usage("alice", "private", ""))
 	diffT(t, "delete", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
@@ -234,44 +217,40 @@ func TestKeysWithOddBytes(t *testing.T) {
 	e := newEnv(t)
 	// Keys that are prefixes of one another or hold 0x00 stay distinct.
 	for _, k := range []string{"a", "a\x00", "a\x00b", "ab"} {
-		e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": k, "value": "v", "visibility": "private"}})
+		e.remember("", "alice", k, "v", "private", "")
 	}
 	diffT(t, "list", []string{"a=v/private", "a\x00=v/private", "a\x00b=v/private", "ab=v/private"},
-		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+		e.list("", "alice", "visibility=private"))
 	e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=" + url.QueryEscape("a\x00"), user: "alice"})
 	diffT(t, "list after delete", []string{"a=v/private", "a\x00b=v/private", "ab=v/private"},
-		keysValues(e.ok(req{method: "GET", path: "/v1/memory?visibility=private", user: "alice"})))
+		e.list("", "alice", "visibility=private"))
 	// User "a" and user "a\x00..." do not see each other's buckets.
-	diffT(t, "user prefix", []string{}, keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "alic"})))
+	diffT(t, "user prefix", []string{}, e.list("", "alic", ""))
 }
 
 func TestMemoryStorageError(t *testing.T) {
 	e := newEnv(t)
-	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "old", "visibility": "private"}})
-	storage := wantErr(errcat.StorageError, "")
-	for _, q := range []req{
-		{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "new", "visibility": "private"}},
-		{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k2", "value": "new", "visibility": "private"}},
-		{method: "GET", path: "/v1/memory", user: "alice"},
-		{method: "GET", path: "/v1/memory/usage?visibility=private", user: "alice"},
-		{method: "DELETE", path: "/v1/memory?visibility=private&key=k", user: "alice"},
-	} {
-		e.st.FailNext(errors.New("disk on fire"))
-		e.fails(q, storage)
-	}
-	diffT(t, "entries after failures", []string{"k=old/private"}, keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "alice"})))
+	e.remember("", "alice", "k", "old", "private", "")
+	e.failStorage(
+		req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "new", "visibility": "private"}},
+		req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k2", "value": "new", "visibility": "private"}},
+		req{method: "GET", path: "/v1/memory", user: "alice"},
+		req{method: "GET", path: "/v1/memory/usage?visibility=private", user: "alice"},
+		req{method: "DELETE", path: "/v1/memory?visibility=private&key=k", user: "alice"},
+	)
+	diffT(t, "entries after failures", []string{"k=old/private"}, e.list("", "alice", ""))
 	diffT(t, "usage after failures", usageOf(4, 1), e.usage("alice", "private", ""))
 }
 
 func TestRestartKeepsEverything(t *testing.T) {
 	e := newEnv(t)
-	e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v", "visibility": "private"}})
-	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T1"}})
-	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T2"}})
+	e.remember("", "alice", "k", "v", "private", "")
+	e.prompt("", "alice", "tenant", "T1", "")
+	e.prompt("", "alice", "tenant", "T2", "")
 	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant/current/1", user: "alice"})
 
 	r := newEnvOver(t, e.st, e.clk)
-	diffT(t, "entries", []string{"k=v/private"}, keysValues(r.ok(req{method: "GET", path: "/v1/memory", user: "alice"})))
+	diffT(t, "entries", []string{"k=v/private"}, r.list("", "alice", ""))
 	diffT(t, "usage", usageOf(2, 1), r.usage("alice", "private", ""))
 	diffT(t, "current prompt", "T1", field(r.ok(req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"}), "content"))
 	diffT(t, "next version", float64(3), field(r.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T3"}}), "n"))
@@ -289,15 +268,16 @@ func TestUsageMatchesEntries(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(uint64(g), 1))
 			for range 40 {
 				key := fmt.Sprintf("k%d", rnd.IntN(12))
-				var r *http.Request
-				if rnd.IntN(4) == 0 {
-					r = httptest.NewRequest("DELETE", "/v1/memory?visibility=public&key="+key, nil)
-				} else {
-					b, _ := json.Marshal(map[string]any{"key": key, "value": repeat(1 + rnd.IntN(4000)), "visibility": "public"})
-					r = httptest.NewRequest("POST", "/v1/memory", bytes.NewReader(b))
+				q := req{method: "DELETE", path: "/v1/memory?visibility=public&key=" + key, user: fmt.Sprintf("user%d", g)}
+				if rnd.IntN(4) != 0 {
+					q.method, q.path = "POST", "/v1/memory"
+					q.body = map[string]any{"key": key, "value": repeat(1 + rnd.IntN(4000)), "visibility": "public"}
 				}
-				r.Header.Set(httpx.HeaderUserID, fmt.Sprintf("user%d", g))
-				r = r.WithContext(auth.NewContext(r.Context(), &auth.Principal{Tenant: &auth.Tenant{ID: "acme"}, Role: auth.RoleMember}))
+				r, err := newRequest(q, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
 				w := httptest.NewRecorder()
 				e.h.ServeHTTP(w, r)
 				if w.Code != http.StatusOK && w.Code != http.StatusConflict {

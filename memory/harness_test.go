@@ -3,6 +3,8 @@ package memory_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -83,9 +85,10 @@ type req struct {
 	body         any // string sent verbatim, anything else as JSON
 }
 
-// do sends q and returns the status and the decoded JSON body.
-func (e *env) do(q req) (int, any) {
-	e.t.Helper()
+// newRequest builds q as the root's middleware hands it to a handler: with a
+// principal of the tenant that denies the scopes deny. It returns an error
+// instead of failing a test so that other goroutines may call it.
+func newRequest(q req, deny []string) (*http.Request, error) {
 	var body []byte
 	switch b := q.body.(type) {
 	case nil:
@@ -94,7 +97,7 @@ func (e *env) do(q req) (int, any) {
 	default:
 		var err error
 		if body, err = json.Marshal(b); err != nil {
-			e.t.Fatal(err)
+			return nil, fmt.Errorf("body of %s %s: %w", q.method, q.path, err)
 		}
 	}
 	r := httptest.NewRequest(q.method, q.path, bytes.NewReader(body))
@@ -105,8 +108,17 @@ func (e *env) do(q req) (int, any) {
 	if tenant == "" {
 		tenant = "acme"
 	}
-	p := &auth.Principal{Tenant: &auth.Tenant{ID: tenant}, Role: auth.RoleMember, Deny: e.deny}
-	r = r.WithContext(auth.NewContext(r.Context(), p))
+	p := &auth.Principal{Tenant: &auth.Tenant{ID: tenant}, Role: auth.RoleMember, Deny: deny}
+	return r.WithContext(auth.NewContext(r.Context(), p)), nil
+}
+
+// do sends q and returns the status and the decoded JSON body.
+func (e *env) do(q req) (int, any) {
+	e.t.Helper()
+	r, err := newRequest(q, e.deny)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
 	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
@@ -159,6 +171,65 @@ func (e *env) fails(q req, want apiErr) {
 	if diff := cmp.Diff(want, errOf(status, body)); diff != "" {
 		e.t.Errorf("%s %s error mismatch (-want +got):\n%s", q.method, q.path, diff)
 	}
+}
+
+// run runs f as the subtest name of t, with e reporting to the subtest while
+// it runs.
+func (e *env) run(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		parent := e.t
+		e.t = t
+		defer func() { e.t = parent }()
+		f(t)
+	})
+}
+
+// failsIn sends q in the subtest name of t and compares its error with want.
+func (e *env) failsIn(t *testing.T, name string, q req, want apiErr) {
+	t.Helper()
+	e.run(t, name, func(*testing.T) { e.fails(q, want) })
+}
+
+// failStorage sends each q with the store failing its next transaction and
+// wants storage_error.
+func (e *env) failStorage(qs ...req) {
+	e.t.Helper()
+	for _, q := range qs {
+		e.st.FailNext(errors.New("disk on fire"))
+		e.fails(q, wantErr(errcat.StorageError, ""))
+	}
+}
+
+// remember stores an entry through POST /v1/memory; scope "" sends none.
+func (e *env) remember(tenant, user, key, value, vis, scope string) {
+	e.t.Helper()
+	b := map[string]any{"key": key, "value": value, "visibility": vis}
+	if scope != "" {
+		b["scope_id"] = scope
+	}
+	e.ok(req{method: "POST", path: "/v1/memory", tenant: tenant, user: user, body: b})
+}
+
+// prompt stores a version of level through PUT /v1/system-prompts/{level};
+// scope "" sends none.
+func (e *env) prompt(tenant, user, level, content, scope string) {
+	e.t.Helper()
+	b := map[string]any{"content": content}
+	if scope != "" {
+		b["scope_id"] = scope
+	}
+	e.ok(req{method: "PUT", path: "/v1/system-prompts/" + level, tenant: tenant, user: user, body: b})
+}
+
+// list returns keysValues of GET /v1/memory?query.
+func (e *env) list(tenant, user, query string) []string {
+	e.t.Helper()
+	path := "/v1/memory"
+	if query != "" {
+		path += "?" + query
+	}
+	return keysValues(e.ok(req{method: "GET", path: path, tenant: tenant, user: user}))
 }
 
 // tool executes a tool through POST /v1/tools/execute.

@@ -10,24 +10,6 @@ import (
 	"github.com/chatgw/gateway/memory"
 )
 
-func (e *env) remember(tenant, user, key, value, vis, scope string) {
-	e.t.Helper()
-	b := map[string]any{"key": key, "value": value, "visibility": vis}
-	if scope != "" {
-		b["scope_id"] = scope
-	}
-	e.ok(req{method: "POST", path: "/v1/memory", tenant: tenant, user: user, body: b})
-}
-
-func (e *env) prompt(tenant, user, level, content, scope string) {
-	e.t.Helper()
-	b := map[string]any{"content": content}
-	if scope != "" {
-		b["scope_id"] = scope
-	}
-	e.ok(req{method: "PUT", path: "/v1/system-prompts/" + level, tenant: tenant, user: user, body: b})
-}
-
 func TestSystemContext(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -52,31 +51,63 @@ type versionRecord struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// readHead returns the head of p; the zero head when p never had a version.
 func readHead(tx store.Tx, p promptRef) (headRecord, error) {
 	var h headRecord
-	raw := tx.Get(bucketPromptHeads, p.prefix())
-	if raw == nil {
-		return h, nil
-	}
-	if err := json.Unmarshal(raw, &h); err != nil {
-		return h, fmt.Errorf("memory: prompt head: %w", err)
-	}
-	return h, nil
+	_, err := getJSON(tx, bucketPromptHeads, p.prefix(), &h, "prompt head")
+	return h, err
 }
 
+// putHead stores the head of p, in the transaction that changes its versions.
+func putHead(tx store.Tx, p promptRef, h headRecord) error {
+	return putJSON(tx, bucketPromptHeads, p.prefix(), h)
+}
+
+// readVersion returns version n of p, or nil when it does not exist (n 0, the
+// head's "no current version", never does).
 func readVersion(tx store.Tx, p promptRef, n uint64) (*versionRecord, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	raw := tx.Get(bucketPrompts, p.versionKey(n))
-	if raw == nil {
-		return nil, nil
-	}
 	var v versionRecord
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, fmt.Errorf("memory: prompt version: %w", err)
+	if ok, err := getJSON(tx, bucketPrompts, p.versionKey(n), &v, "prompt version"); !ok {
+		return nil, err
 	}
 	return &v, nil
+}
+
+// readCurrent returns the number and record of p's current version; the
+// record is nil when p has none.
+func readCurrent(tx store.Tx, p promptRef) (uint64, *versionRecord, error) {
+	h, err := readHead(tx, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	rec, err := readVersion(tx, p, h.Current)
+	return h.Current, rec, err
+}
+
+// readExisting returns the head of p and its version n, or
+// system_prompt_version_not_found when n does not exist: the common start of
+// the operations on one version.
+func readExisting(tx store.Tx, p promptRef, n uint64) (headRecord, versionRecord, error) {
+	h, err := readHead(tx, p)
+	if err != nil {
+		return h, versionRecord{}, err
+	}
+	rec, err := readVersion(tx, p, n)
+	if err != nil {
+		return h, versionRecord{}, err
+	}
+	if rec == nil {
+		return h, versionRecord{}, errVersionNotFound(p, fmt.Sprint(n))
+	}
+	return h, *rec, nil
+}
+
+// version is rec as the API shows it, as version n.
+func (rec versionRecord) version(n uint64, current bool) Version {
+	return Version{N: n, Content: rec.Content, IsCurrent: current, CreatedAt: rec.CreatedAt}
 }
 
 func errVersionNotFound(p promptRef, n string) *errcat.Error {
@@ -86,117 +117,90 @@ func errVersionNotFound(p promptRef, n string) *errcat.Error {
 
 // putVersion stores content as version last+1 and makes it current.
 func (s *Service) putVersion(ctx context.Context, p promptRef, content string) (Version, error) {
-	v := Version{Content: content, IsCurrent: true, CreatedAt: s.clk.Now().UTC()}
-	err := s.st.Update(ctx, func(tx store.Tx) error {
+	rec := versionRecord{Content: content, CreatedAt: s.clk.Now().UTC()}
+	return inTx(ctx, s.st.Update, func(tx store.Tx) (Version, error) {
 		h, err := readHead(tx, p)
 		if err != nil {
-			return err
+			return Version{}, err
 		}
 		h.Last++
 		h.Current = h.Last
-		v.N = h.Last
-		if err := putJSON(tx, bucketPrompts, p.versionKey(v.N), versionRecord{Content: content, CreatedAt: v.CreatedAt}); err != nil {
-			return err
+		if err := putJSON(tx, bucketPrompts, p.versionKey(h.Last), rec); err != nil {
+			return Version{}, err
 		}
-		return putJSON(tx, bucketPromptHeads, p.prefix(), h)
+		if err := putHead(tx, p, h); err != nil {
+			return Version{}, err
+		}
+		return rec.version(h.Last, true), nil
 	})
-	if err != nil {
-		return Version{}, storeErr(err)
-	}
-	return v, nil
 }
 
 // versions returns every stored version of p, oldest first.
 func (s *Service) versions(ctx context.Context, p promptRef) ([]Version, error) {
-	out := []Version{}
-	err := s.st.View(ctx, func(tx store.Tx) error {
+	return inTx(ctx, s.st.View, func(tx store.Tx) ([]Version, error) {
 		h, err := readHead(tx, p)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		out := []Version{}
 		pre := p.prefix()
-		return tx.Scan(bucketPrompts, pre, false, func(k, val []byte) (bool, error) {
+		err = tx.Scan(bucketPrompts, pre, false, func(k, val []byte) (bool, error) {
 			n, _, err := store.ReadUint64(k[len(pre):])
 			if err != nil {
 				return false, err
 			}
 			var rec versionRecord
-			if err := json.Unmarshal(val, &rec); err != nil {
-				return false, fmt.Errorf("memory: prompt version: %w", err)
+			if err := decodeJSON(val, &rec, "prompt version"); err != nil {
+				return false, err
 			}
-			out = append(out, Version{N: n, Content: rec.Content, IsCurrent: n == h.Current, CreatedAt: rec.CreatedAt})
+			out = append(out, rec.version(n, n == h.Current))
 			return true, nil
 		})
+		return out, err
 	})
-	if err != nil {
-		return nil, storeErr(err)
-	}
-	return out, nil
 }
 
 // current returns the current version of p, or system_prompt_version_not_found
 // when the level has none.
 func (s *Service) current(ctx context.Context, p promptRef) (Version, error) {
-	var v Version
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		h, err := readHead(tx, p)
+	return inTx(ctx, s.st.View, func(tx store.Tx) (Version, error) {
+		n, rec, err := readCurrent(tx, p)
 		if err != nil {
-			return err
-		}
-		rec, err := readVersion(tx, p, h.Current)
-		if err != nil {
-			return err
+			return Version{}, err
 		}
 		if rec == nil {
-			return errcat.Newf(errcat.SystemPromptVersionNotFound, "version",
+			return Version{}, errcat.Newf(errcat.SystemPromptVersionNotFound, "version",
 				"The %s system prompt has no current version.", p.level)
 		}
-		v = Version{N: h.Current, Content: rec.Content, IsCurrent: true, CreatedAt: rec.CreatedAt}
-		return nil
+		return rec.version(n, true), nil
 	})
-	return v, storeErr(err)
 }
 
 // setCurrent makes version n of p current (rollback, or restore after a soft
 // delete).
 func (s *Service) setCurrent(ctx context.Context, p promptRef, n uint64) (Version, error) {
-	var v Version
-	err := s.st.Update(ctx, func(tx store.Tx) error {
-		h, err := readHead(tx, p)
+	return inTx(ctx, s.st.Update, func(tx store.Tx) (Version, error) {
+		h, rec, err := readExisting(tx, p, n)
 		if err != nil {
-			return err
+			return Version{}, err
 		}
-		rec, err := readVersion(tx, p, n)
-		if err != nil {
-			return err
+		if h.Current != n {
+			h.Current = n
+			if err := putHead(tx, p, h); err != nil {
+				return Version{}, err
+			}
 		}
-		if rec == nil {
-			return errVersionNotFound(p, fmt.Sprint(n))
-		}
-		v = Version{N: n, Content: rec.Content, IsCurrent: true, CreatedAt: rec.CreatedAt}
-		if h.Current == n {
-			return nil
-		}
-		h.Current = n
-		return putJSON(tx, bucketPromptHeads, p.prefix(), h)
+		return rec.version(n, true), nil
 	})
-	return v, storeErr(err)
 }
 
 // deleteVersion hard-deletes version n of p: system_prompt_current_locked when
 // it is current, system_prompt_version_not_found when it does not exist.
 func (s *Service) deleteVersion(ctx context.Context, p promptRef, n uint64) error {
 	return storeErr(s.st.Update(ctx, func(tx store.Tx) error {
-		h, err := readHead(tx, p)
+		h, _, err := readExisting(tx, p, n)
 		if err != nil {
 			return err
-		}
-		rec, err := readVersion(tx, p, n)
-		if err != nil {
-			return err
-		}
-		if rec == nil {
-			return errVersionNotFound(p, fmt.Sprint(n))
 		}
 		if h.Current == n {
 			return errcat.Newf(errcat.SystemPromptCurrentLocked, "version",
@@ -208,32 +212,19 @@ func (s *Service) deleteVersion(ctx context.Context, p promptRef, n uint64) erro
 
 // softDelete leaves p without a current version and reports whether it had one.
 func (s *Service) softDelete(ctx context.Context, p promptRef) (bool, error) {
-	had := false
-	err := s.st.Update(ctx, func(tx store.Tx) error {
+	return inTx(ctx, s.st.Update, func(tx store.Tx) (bool, error) {
 		h, err := readHead(tx, p)
-		if err != nil {
-			return err
-		}
-		had = h.Current != 0
-		if !had {
-			return nil
+		if err != nil || h.Current == 0 {
+			return false, err
 		}
 		h.Current = 0
-		return putJSON(tx, bucketPromptHeads, p.prefix(), h)
+		return true, putHead(tx, p, h)
 	})
-	if err != nil {
-		return false, storeErr(err)
-	}
-	return had, nil
 }
 
 // currentContent returns the content of p's current version, or "".
 func currentContent(tx store.Tx, p promptRef) (string, error) {
-	h, err := readHead(tx, p)
-	if err != nil || h.Current == 0 {
-		return "", err
-	}
-	rec, err := readVersion(tx, p, h.Current)
+	_, rec, err := readCurrent(tx, p)
 	if err != nil || rec == nil {
 		return "", err
 	}

@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -79,8 +78,7 @@ func TestPromptTransitions(t *testing.T) {
 	e := newEnv(t)
 	for _, s := range steps {
 		e.clk.Advance(time.Minute)
-		t.Run(s.name, func(t *testing.T) {
-			e.t = t
+		e.run(t, s.name, func(t *testing.T) {
 			status, body := e.do(req{method: s.method, path: s.path, user: "alice", body: s.body})
 			diffT(t, "error", s.want, errOf(status, body))
 			if s.wantBody != nil {
@@ -128,26 +126,20 @@ func TestPromptValidation(t *testing.T) {
 		{"user level read without user", "GET", "/v1/system-prompts/user/versions", "", nil, wantErr(errcat.MissingField, "headers.gw-user-id")},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e.t = t
-			e.fails(req{method: tc.method, path: tc.path, user: tc.user, body: tc.body}, tc.want)
-		})
+		e.failsIn(t, tc.name, req{method: tc.method, path: tc.path, user: tc.user, body: tc.body}, tc.want)
 	}
 }
 
 func TestPromptSubjects(t *testing.T) {
 	e := newEnv(t)
-	put := func(level, user, tenant string, body map[string]any) {
-		e.ok(req{method: "PUT", path: "/v1/system-prompts/" + level, user: user, tenant: tenant, body: body})
-	}
-	put("user", "alice", "", map[string]any{"content": "alice's"})
-	put("user", "bob", "", map[string]any{"content": "bob's"})
-	put("scope", "alice", "", map[string]any{"content": "default scope"})
-	put("scope", "alice", "", map[string]any{"content": "team scope", "scope_id": "team"})
-	put("scope", "alice", "", map[string]any{"content": "team scope 2", "scope_id": "team"})
-	put("scope?scope_id=lab", "alice", "", map[string]any{"content": "lab scope"})
-	put("tenant", "alice", "", map[string]any{"content": "acme"})
-	put("tenant", "alice", "other", map[string]any{"content": "other"})
+	e.prompt("", "alice", "user", "alice's", "")
+	e.prompt("", "bob", "user", "bob's", "")
+	e.prompt("", "alice", "scope", "default scope", "")
+	e.prompt("", "alice", "scope", "team scope", "team")
+	e.prompt("", "alice", "scope", "team scope 2", "team")
+	e.prompt("", "alice", "scope?scope_id=lab", "lab scope", "")
+	e.prompt("", "alice", "tenant", "acme", "")
+	e.prompt("other", "alice", "tenant", "other", "")
 
 	current := func(path, user, tenant string) any {
 		return field(e.ok(req{method: "GET", path: path, user: user, tenant: tenant}), "content")
@@ -173,21 +165,16 @@ func TestPromptSubjects(t *testing.T) {
 
 func TestPromptStorageError(t *testing.T) {
 	e := newEnv(t)
-	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "A"}})
-	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "B"}})
-	storage := wantErr(errcat.StorageError, "")
-	for _, q := range []req{
-		{method: "PUT", path: "/v1/system-prompts/tenant", body: map[string]any{"content": "C"}},
-		{method: "GET", path: "/v1/system-prompts/tenant"},
-		{method: "GET", path: "/v1/system-prompts/tenant/versions"},
-		{method: "PUT", path: "/v1/system-prompts/tenant/current/1"},
-		{method: "DELETE", path: "/v1/system-prompts/tenant/v/1"},
-		{method: "DELETE", path: "/v1/system-prompts/tenant"},
-	} {
-		q.user = "alice"
-		e.st.FailNext(errors.New("disk on fire"))
-		e.fails(q, storage)
-	}
+	e.prompt("", "alice", "tenant", "A", "")
+	e.prompt("", "alice", "tenant", "B", "")
+	e.failStorage(
+		req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "C"}},
+		req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"},
+		req{method: "GET", path: "/v1/system-prompts/tenant/versions", user: "alice"},
+		req{method: "PUT", path: "/v1/system-prompts/tenant/current/1", user: "alice"},
+		req{method: "DELETE", path: "/v1/system-prompts/tenant/v/1", user: "alice"},
+		req{method: "DELETE", path: "/v1/system-prompts/tenant", user: "alice"},
+	)
 	diffT(t, "versions after failures", map[string]any{"object": "list", "level": "tenant", "current": 2.0,
 		"data": []any{ver(1, "A", false, 0), ver(2, "B", true, 0)}},
 		e.ok(req{method: "GET", path: "/v1/system-prompts/tenant/versions", user: "alice"}))

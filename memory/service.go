@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"unicode/utf8"
@@ -112,6 +113,26 @@ func (b bucketKey) prefix() []byte {
 // entryKey is the key of entry key in the bucket.
 func (b bucketKey) entryKey(key string) []byte { return store.AppendString(b.prefix(), key) }
 
+// handle is the shape every HTTP handler of the package shares: resolve
+// decodes and validates the request into the input of call, and call's answer
+// is written with 200. The first error of either is written as the error
+// envelope instead (call's answer is then dropped), so a handler states only
+// how it reads its input and what it calls.
+func handle[In, Out any](w http.ResponseWriter, r *http.Request,
+	resolve func(*http.Request) (In, error), call func(context.Context, In) (Out, error)) {
+	in, err := resolve(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out, err := call(r.Context(), in)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
 // tenantOf returns the tenant of the authenticated request.
 func tenantOf(r *http.Request) (string, error) {
 	p := auth.FromContext(r.Context())
@@ -136,17 +157,16 @@ func userOf(r *http.Request) (string, error) {
 	return u, nil
 }
 
-// storeErr passes on the *errcat.Error a transaction function returned (such as
-// memory_bucket_full) and turns every other failure into storage_error.
-func storeErr(err error) error {
-	if err == nil {
-		return nil
+// callerOf returns the tenant and the user (GW-User-Id, required) that the
+// memory routes of r act for.
+func callerOf(r *http.Request) (tenant, user string, err error) {
+	if tenant, err = tenantOf(r); err != nil {
+		return "", "", err
 	}
-	var e *errcat.Error
-	if errors.As(err, &e) {
-		return e
+	if user, err = userOf(r); err != nil {
+		return "", "", err
 	}
-	return errcat.Storage(err)
+	return tenant, user, nil
 }
 
 // scopeOf validates a scope_id (param names it): "" means DefaultScope.
@@ -171,6 +191,24 @@ func visibilityOf(v *string, param string) (string, error) {
 		return "", errcat.Newf(errcat.InvalidField, param, "%s must be private or public.", fieldName(param))
 	}
 	return *v, nil
+}
+
+// bucketOf validates the visibility and the optional scope_id of a write,
+// visibility first, and returns the bucket of user; param maps a field name to
+// the param that names it ("body.visibility", "arguments.scope_id").
+func bucketOf(tenant, user string, vis, scope *string, param func(field string) string) (bucketKey, error) {
+	v, err := visibilityOf(vis, param("visibility"))
+	if err != nil {
+		return bucketKey{}, err
+	}
+	sc := ""
+	if scope != nil {
+		sc = *scope
+	}
+	if sc, err = scopeOf(sc, param("scope_id")); err != nil {
+		return bucketKey{}, err
+	}
+	return newBucketKey(tenant, sc, v, user), nil
 }
 
 // fieldName is the last part of a param ("body.key" -> "key").

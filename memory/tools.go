@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"time"
 
@@ -96,20 +97,18 @@ func (s *Service) Tools() []tools.Tool {
 	}
 }
 
+// decodeCall checks that call names a user and decodes its arguments into
+// args: the start of both memory tools.
+func decodeCall(call tools.Call, args any) error {
+	if call.UserID == "" {
+		return errNoUser()
+	}
+	return tools.DecodeArgs(call.Arguments, args)
+}
+
 // argBucket validates the visibility and scope_id arguments of a memory tool.
 func argBucket(call tools.Call, vis, scope *string) (bucketKey, error) {
-	v, err := visibilityOf(vis, tools.ArgParam("visibility"))
-	if err != nil {
-		return bucketKey{}, err
-	}
-	sc := ""
-	if scope != nil {
-		sc = *scope
-	}
-	if sc, err = scopeOf(sc, tools.ArgParam("scope_id")); err != nil {
-		return bucketKey{}, err
-	}
-	return newBucketKey(call.TenantID, sc, v, call.UserID), nil
+	return bucketOf(call.TenantID, call.UserID, vis, scope, tools.ArgParam)
 }
 
 func requiredArg(v *string, name string) (string, error) {
@@ -123,11 +122,8 @@ func requiredArg(v *string, name string) (string, error) {
 }
 
 func (s *Service) remember(ctx context.Context, call tools.Call) (any, error) {
-	if call.UserID == "" {
-		return nil, errNoUser()
-	}
 	var a rememberArgs
-	if err := tools.DecodeArgs(call.Arguments, &a); err != nil {
+	if err := decodeCall(call, &a); err != nil {
 		return nil, err
 	}
 	key, err := requiredArg(a.Key, "key")
@@ -142,28 +138,45 @@ func (s *Service) remember(ctx context.Context, call tools.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.visibility == Public {
-		digest := confirmDigest(b, call.UserID, key, value)
-		now := s.clk.Now()
-		if a.ConfirmToken == nil || *a.ConfirmToken == "" {
-			if err := s.checkFits(ctx, b, key, value); err != nil {
-				return nil, err
-			}
-			tok := s.confirms.issue(now, ConfirmTTLSeconds*time.Second, digest)
-			return ConfirmRequired{ConfirmRequired: true, ConfirmToken: tok, ExpiresIn: ConfirmTTLSeconds,
-				Message: "Public memory is shared with every user of the scope. Ask the user to confirm, then repeat the call with the same arguments and this confirm_token within 60 seconds."}, nil
-		}
-		p, ok := s.confirms.redeem(now, *a.ConfirmToken, digest)
-		if !ok {
-			return nil, errcat.New(errcat.MemoryConfirmRequired, "confirm_token",
-				"The confirm_token is unknown, expired, already used or issued for other arguments; call again without it to get a new one.")
-		}
-		if _, err := s.putEntry(ctx, b, key, value); err != nil {
-			s.confirms.restore(*a.ConfirmToken, p)
-			return nil, err
-		}
-		return RememberResult{Stored: true, Key: key, Visibility: b.visibility, ScopeID: b.scope}, nil
+	if b.visibility != Public {
+		return s.rememberNow(ctx, b, key, value)
 	}
+	digest := confirmDigest(b, call.UserID, key, value)
+	if a.ConfirmToken == nil || *a.ConfirmToken == "" {
+		return s.askConfirm(ctx, b, key, value, digest)
+	}
+	return s.rememberConfirmed(ctx, b, key, value, digest, *a.ConfirmToken)
+}
+
+// askConfirm issues the confirm token of a public write, after checking that
+// the write fits now: a token for a write bound to fail would only waste the
+// user's confirmation.
+func (s *Service) askConfirm(ctx context.Context, b bucketKey, key, value string, digest [sha256.Size]byte) (any, error) {
+	if err := s.checkFits(ctx, b, key, value); err != nil {
+		return nil, err
+	}
+	tok := s.confirms.issue(s.clk.Now(), ConfirmTTLSeconds*time.Second, digest)
+	return ConfirmRequired{ConfirmRequired: true, ConfirmToken: tok, ExpiresIn: ConfirmTTLSeconds,
+		Message: "Public memory is shared with every user of the scope. Ask the user to confirm, then repeat the call with the same arguments and this confirm_token within 60 seconds."}, nil
+}
+
+// rememberConfirmed redeems tok for the public write digest names and writes it;
+// a failed write puts the token back so that the confirmed call can be retried.
+func (s *Service) rememberConfirmed(ctx context.Context, b bucketKey, key, value string, digest [sha256.Size]byte, tok string) (any, error) {
+	p, ok := s.confirms.redeem(s.clk.Now(), tok, digest)
+	if !ok {
+		return nil, errcat.New(errcat.MemoryConfirmRequired, "confirm_token",
+			"The confirm_token is unknown, expired, already used or issued for other arguments; call again without it to get a new one.")
+	}
+	out, err := s.rememberNow(ctx, b, key, value)
+	if err != nil {
+		s.confirms.restore(tok, p)
+	}
+	return out, err
+}
+
+// rememberNow writes key=value into b and answers as memory_remember does.
+func (s *Service) rememberNow(ctx context.Context, b bucketKey, key, value string) (any, error) {
 	if _, err := s.putEntry(ctx, b, key, value); err != nil {
 		return nil, err
 	}
@@ -171,11 +184,8 @@ func (s *Service) remember(ctx context.Context, call tools.Call) (any, error) {
 }
 
 func (s *Service) forget(ctx context.Context, call tools.Call) (any, error) {
-	if call.UserID == "" {
-		return nil, errNoUser()
-	}
 	var a forgetArgs
-	if err := tools.DecodeArgs(call.Arguments, &a); err != nil {
+	if err := decodeCall(call, &a); err != nil {
 		return nil, err
 	}
 	key, err := requiredArg(a.Key, "key")

@@ -46,11 +46,11 @@ func with(args map[string]any, k string, v any) map[string]any {
 
 func (e *env) publicList(tenant, user, scope string) []string {
 	e.t.Helper()
-	path := "/v1/memory?visibility=public"
+	q := "visibility=public"
 	if scope != "" {
-		path += "&scope_id=" + scope
+		q += "&scope_id=" + scope
 	}
-	return keysValues(e.ok(req{method: "GET", path: path, tenant: tenant, user: user}))
+	return e.list(tenant, user, q)
 }
 
 func TestRememberPrivateWritesAtOnce(t *testing.T) {
@@ -58,7 +58,7 @@ func TestRememberPrivateWritesAtOnce(t *testing.T) {
 	status, body := e.tool("", "alice", "memory_remember", map[string]any{"key": "k", "value": "v", "visibility": "private"})
 	diffT(t, "status", http.StatusOK, status)
 	diffT(t, "answer", map[string]any{"stored": true, "key": "k", "visibility": "private", "scope_id": "default"}, body)
-	diffT(t, "entries", []string{"k=v/private"}, keysValues(e.ok(req{method: "GET", path: "/v1/memory", user: "alice"})))
+	diffT(t, "entries", []string{"k=v/private"}, e.list("", "alice", ""))
 	// A token on a private write is ignored.
 	status, _ = e.tool("", "alice", "memory_remember", map[string]any{"key": "k", "value": "w", "visibility": "private", "confirm_token": "junk"})
 	diffT(t, "status with junk token", http.StatusOK, status)
@@ -257,11 +257,8 @@ func TestMemoryToolErrors(t *testing.T) {
 		{"arguments not an object", "memory_forget", "alice", []int{1}, wantErr(errcat.InvalidField, "body.arguments")},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e.t = t
-			e.fails(req{method: "POST", path: "/v1/tools/execute", user: tc.user,
-				body: map[string]any{"name": tc.tool, "arguments": tc.args}}, tc.want)
-		})
+		e.failsIn(t, tc.name, req{method: "POST", path: "/v1/tools/execute", user: tc.user,
+			body: map[string]any{"name": tc.tool, "arguments": tc.args}}, tc.want)
 	}
 }
 

@@ -46,20 +46,21 @@ func TestAuthentication(t *testing.T) {
 			wantErr(t, r, 401, "authentication_error", "invalid_authorization", "headers.authorization", ref4)
 		})
 	}
-	runErrCases(t, g, errCases{
-		{name: "basic scheme", path: "/v1/models", hdr: H{"Authorization": "Basic dXNlcjpwYXNz"},
-			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: ref4},
-		{name: "bearer without token", path: "/v1/models", hdr: H{"Authorization": "Bearer "},
-			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: ref4},
-		{name: "tenant header of another tenant", path: "/v1/models", token: tokAdmin, hdr: H{"GW-Tenant-Id": "globex"},
-			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: "spec Authentication 4: GW-Tenant-Id not bound to the token"},
-		{name: "tenant header of unknown tenant", path: "/v1/models", token: tokMember, hdr: H{"GW-Tenant-Id": "nobody"},
-			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: ref4},
-		{name: "sha256 hex used as the token", path: "/v1/models", token: sha256Hex(tokHashed),
-			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: "DECISIONS 3: sha256 entries match the token, not its digest"},
-		{name: "token with trailing garbage", path: "/v1/models", token: tokAdmin + "x",
-			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization", ref: ref4},
-	}.with(0, "", "", "", ""))
+	// without GW-User-Id: authentication comes before the user rules
+	for _, path := range []string{"/v1/models", "/c1/conversations", "/v1/tenant/config"} {
+		runErrCases(t, g, errCases{
+			{name: path + " no authorization", path: path, code: "missing_authorization"},
+			{name: path + " unknown token", path: path, token: "nope"},
+			{name: path + " basic scheme", path: path, hdr: H{"Authorization": "Basic dXNlcjpwYXNz"}},
+			{name: path + " bearer without token", path: path, hdr: H{"Authorization": "Bearer "}},
+			{name: path + " tenant header of another tenant", path: path, token: tokAdmin, hdr: H{"GW-Tenant-Id": "globex"},
+				ref: "spec Authentication 4: GW-Tenant-Id not bound to the token"},
+			{name: path + " tenant header of unknown tenant", path: path, token: tokMember, hdr: H{"GW-Tenant-Id": "nobody"}},
+			{name: path + " sha256 hex used as the token", path: path, token: sha256Hex(tokHashed),
+				ref: "DECISIONS 3: sha256 entries match the token, not its digest"},
+			{name: path + " token with trailing garbage", path: path, token: tokAdmin + "x"},
+		}.with(401, "authentication_error", "invalid_authorization", "headers.authorization", ref4))
+	}
 
 	t.Run("valid tokens", func(t *testing.T) {
 		wantStatus(t, g.get(t, "/v1/models", tokAdmin, ""), 200, "valid token")
@@ -88,6 +89,7 @@ func TestScopes(t *testing.T) {
 		forbidden("deny models:read info", "GET", "/v1/info", tokRestrict, nil),
 		forbidden("extra scope does not grant tenant level", "PUT", "/v1/system-prompts/tenant", tokRestrict, map[string]any{"content": "x"}),
 		forbidden("deny without qualifier denies user level", "PUT", "/v1/system-prompts/user", tokNoPrompt, map[string]any{"content": "x"}),
+		forbidden("deny memory:read", "GET", "/v1/memory?visibility=private", tokRestrict, nil),
 	})
 	allowed := []struct {
 		name, method, path, token string
@@ -104,13 +106,12 @@ func TestScopes(t *testing.T) {
 		{"deny keeps other scopes", "GET", "/c1/conversations", tokRestrict, nil},
 		{"deny system_prompts:write keeps read", "GET", "/v1/system-prompts/user/versions", tokNoPrompt, nil},
 		{"member embeddings", "POST", "/v1/embeddings", tokMember, map[string]any{"model": "lm-embed", "input": []string{"a"}}},
+		{"member chat", "POST", "/v1/chat/completions", tokMember, chatBody("lm-4-scout", "hi")},
+		{"deny memory:read keeps memory:write", "POST", "/v1/memory", tokRestrict, map[string]any{"key": "a", "value": "b", "visibility": "private"}},
 	}
 	for _, a := range allowed {
 		t.Run(a.name, func(t *testing.T) {
-			r := g.do(t, a.method, a.path, a.token, "alice", a.body, nil)
-			if r.Status < 200 || r.Status > 299 {
-				t.Errorf("%s\n  want 2xx (DECISIONS 3 roles and scopes)", r)
-			}
+			wantStatus(t, g.do(t, a.method, a.path, a.token, "alice", a.body, nil), 200, "DECISIONS 3 roles and scopes")
 		})
 	}
 }
@@ -146,7 +147,8 @@ func TestIdentity(t *testing.T) {
 		bodyUID("body user_id prompts", "PUT", "/v1/system-prompts/user", map[string]any{"content": "x"}),
 		bodyUID("body user_id tenant config", "PUT", "/v1/tenant/config", map[string]any{"key": "image_gen_rate_per_hour", "value": 5}),
 		bodyUID("body user_id images", "POST", "/v1/images/generations", map[string]any{"model": "lm-image", "prompt": "cat"}),
-		bodyUID("body user_id null", "POST", "/c1/chat", map[string]any{"message": "hi"}),
+		{name: "body user_id null", method: "POST", path: "/c1/chat", token: tokMember, user: "alice", body: map[string]any{"message": "hi", "user_id": nil},
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "body.user_id", ref: ref2 + ": even null"},
 		queryUID("query user_id c1 list", "GET", "/c1/conversations?user_id=bob"),
 		queryUID("query user_id c1 get", "GET", "/c1/conversations/"+convID+"?user_id=bob"),
 		queryUID("query user_id c1 delete", "DELETE", "/c1/conversations/"+convID+"?user_id=bob"),
@@ -158,6 +160,8 @@ func TestIdentity(t *testing.T) {
 		queryUID("query user_id tenant config", "GET", "/v1/tenant/config?user_id=bob"),
 		queryUID("query user_id images", "GET", "/v1/images?user_id=bob"),
 		queryUID("query user_id on POST chat", "POST", "/v1/chat/completions?user_id=bob"),
+		{name: "query user_id on POST chat with a body", method: "POST", path: "/v1/chat/completions?user_id=bob", token: tokMember, body: chatBody("lm-4-scout", "hi"),
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "query.user_id", ref: ref2},
 		missingUser("c1 chat", "POST", "/c1/chat", tokMember, map[string]any{"message": "hi"}),
 		missingUser("c1 chat admin", "POST", "/c1/chat", tokAdmin, map[string]any{"message": "hi"}),
 		missingUser("c1 list member", "GET", "/c1/conversations", tokMember, nil),
@@ -172,6 +176,10 @@ func TestIdentity(t *testing.T) {
 		missingUser("prompts versions", "GET", "/v1/system-prompts/user/versions", tokMember, nil),
 		missingUser("user prompts versions admin", "GET", "/v1/system-prompts/user/versions", tokAdmin, nil),
 		missingUser("prompts put", "PUT", "/v1/system-prompts/user", tokMember, map[string]any{"content": "x"}),
+		missingUser("user prompt get admin", "GET", "/v1/system-prompts/user", tokAdmin, nil),
+		missingUser("tenant prompt put admin (not read-only)", "PUT", "/v1/system-prompts/tenant", tokAdmin, map[string]any{"content": "x"}),
+		{name: "GW-User-Id over 256 characters", method: "POST", path: "/c1/chat", token: tokMember, user: strings.Repeat("u", 257), body: map[string]any{"message": "x", "stream": false},
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "headers.gw-user-id", ref: "spec End-user identity 1: GW-User-Id of at most 256 characters"},
 	})
 
 	t.Run("header optional on v1 chat, embeddings, tools", func(t *testing.T) {
@@ -179,6 +187,11 @@ func TestIdentity(t *testing.T) {
 		wantStatus(t, g.post(t, "/v1/embeddings", tokMember, "", map[string]any{"model": "lm-embed", "input": []string{"a"}}), 200, "spec End-user identity 5")
 		wantStatus(t, g.post(t, "/v1/tools/execute", tokMember, "", map[string]any{"inspect": true}), 200, "spec End-user identity 5")
 		wantStatus(t, g.post(t, "/v1/tools/execute", tokMember, "", map[string]any{"name": "current_time", "arguments": map[string]any{}}), 200, "spec End-user identity 5")
+	})
+	t.Run("nested user_id is data", func(t *testing.T) {
+		b := chatBody("lm-4-scout", "hi")
+		b["metadata"] = map[string]any{"user_id": "x"}
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokMember, "", b), 200, "spec End-user identity 2: only a top-level user_id is forbidden")
 	})
 	t.Run("tenant admin tenant-wide reads", func(t *testing.T) {
 		r := g.post(t, "/c1/chat", tokMember, "bob", map[string]any{"message": "bob here", "stream": false, "model": "lm-4-scout-local"})
@@ -217,17 +230,31 @@ func TestIdentity(t *testing.T) {
 	})
 }
 
-// listData returns the data array of a list answer.
-func listData(r *resp) []map[string]any {
-	m := r.JSON()
-	raw, _ := m["data"].([]any)
-	out := []map[string]any{}
-	for _, x := range raw {
-		if xm, ok := x.(map[string]any); ok {
-			out = append(out, xm)
-		}
-	}
-	return out
+// TestIdentityEncodings: a user_id spelled with escapes is still a user_id.
+func TestIdentityEncodings(t *testing.T) {
+	t.Parallel()
+	g := start(t, nil)
+	const ref = "spec End-user identity 2: user_id in a body or query is forbidden everywhere"
+	runErrCases(t, g, errCases{
+		{name: "query user%5Fid", path: "/c1/conversations?user%5Fid=bob", token: tokAdmin, user: "alice",
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "query.user_id", ref: ref + " (percent-encoded key decodes to user_id)"},
+		{name: "query user_id empty", path: "/c1/conversations?user_id=", token: tokAdmin, user: "alice",
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "query.user_id", ref: ref},
+		{name: "body user\\u005fid c1", method: "POST", path: "/c1/chat", token: tokMember, user: "alice",
+			body:   `{"message":"hi","stream":false,"model":"lm-4-scout-local","user\u005fid":"bob"}`,
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "body.user_id", ref: ref + " (JSON escape decodes to user_id)"},
+		{name: "body user\\u005fid v1", method: "POST", path: "/v1/chat/completions", token: tokMember, user: "alice",
+			body:   `{"model":"lm-4-scout-local","messages":[{"role":"user","content":"hi"}],"user\u005fid":"bob"}`,
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "body.user_id", ref: ref + " (JSON escape decodes to user_id)"},
+		{name: "body user\\u005fid memory", method: "POST", path: "/v1/memory", token: tokMember, user: "alice",
+			body:   `{"key":"k","value":"v","visibility":"private","user\u005fid":"bob"}`,
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "body.user_id", ref: ref + " (JSON escape decodes to user_id)"},
+	})
+	t.Run("multipart user_id", func(t *testing.T) {
+		body, ct := multipartBody(t, map[string]string{"model": "lm-transcribe", "user_id": "bob"})
+		r := g.do(t, "POST", "/v1/audio/transcriptions", tokGlobex, "alice", body, H{"Content-Type": ct})
+		wantErr(t, r, 400, "invalid_request_error", "invalid_field", "body.user_id", ref+" (multipart form field)")
+	})
 }
 
 func TestRateLimit(t *testing.T) {
@@ -289,6 +316,27 @@ func TestRateLimit(t *testing.T) {
 		}
 		wantStatus(t, g.get(t, "/v1/models", tokAdmin, ""), 200, "spec Limits: separate buckets per token")
 	})
+	t.Run("one bucket across routes, refilled at 1 rps", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, nil)
+		var last *resp
+		for i := 0; i < 3; i++ {
+			last = g.get(t, "/v1/models", tokRate, "")
+		}
+		if wantErr(t, last, 429, "rate_limit_error", "rate_limit_exceeded", noParam, "spec Limits Rate: third request in burst 2") {
+			if m := last.JSON()["error"].(map[string]any)["message"]; m != "Rate limit exceeded" {
+				t.Errorf("429 message %q, want \"Rate limit exceeded\" (spec Errors rule 3)", m)
+			}
+		}
+		if ra, err := strconv.Atoi(last.Header.Get("Retry-After")); err != nil || ra < 1 {
+			t.Errorf("429 Retry-After %q, want whole seconds >= 1 (DECISIONS 8.1, 8.22)", last.Header.Get("Retry-After"))
+		}
+		wantStatus(t, g.get(t, "/v1/models", tokMember, ""), 200, "spec Limits: other tokens have separate buckets")
+		// the bucket is per token, across all routes
+		wantErr(t, g.post(t, "/c1/chat", tokRate, "u1", map[string]any{"message": "hi"}), 429, "rate_limit_error", "rate_limit_exceeded", noParam, "spec Limits: one bucket per token on every route")
+		time.Sleep(1100 * time.Millisecond)
+		wantStatus(t, g.get(t, "/v1/models", tokRate, ""), 200, "spec Limits: a token is back after 1 s at 1 req/s")
+	})
 }
 
 // clientFrom is an HTTP client whose connections come from the local address ip.
@@ -313,6 +361,8 @@ func TestBodyLimit(t *testing.T) {
 		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (Content-Length)")
 		r = g.post(t, "/v1/chat/completions", tokMember, "", mk(1024))
 		wantStatus(t, r, 200, "body of exactly the limit is accepted")
+		r = g.post(t, "/c1/chat", tokMember, "alice", `{"message":"`+strings.Repeat("a", 2000)+`"}`)
+		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (Content-Length /c1/chat)")
 		// chunked: no Content-Length
 		r = chunked(t, g, "/v1/chat/completions", tokMember, "", mk(5000))
 		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (chunked)")
@@ -332,32 +382,6 @@ func TestBodyLimit(t *testing.T) {
 			t.Errorf("POST /v1/chat/completions with Content-Length 33554433 -> %d %s, want 413 body_too_large before the body is read (spec Limits: 32 MB default; DECISIONS 8.8: 33554432 bytes)", status, truncate(text, 300))
 		}
 	})
-}
-
-// chunked posts body with Transfer-Encoding: chunked.
-func chunked(t *testing.T, g *gw, path, token, user, body string) *resp {
-	t.Helper()
-	pr, pw := io.Pipe()
-	go func() {
-		for i := 0; i < len(body); i += 256 {
-			pw.Write([]byte(body[i:min(i+256, len(body))]))
-		}
-		pw.Close()
-	}()
-	req, _ := http.NewRequest("POST", g.Base+path, pr)
-	req.ContentLength = -1
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	if user != "" {
-		req.Header.Set("GW-User-Id", user)
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("chunked POST %s: %v", path, err)
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	return &resp{Status: res.StatusCode, Header: res.Header, Body: data, req: "POST " + path + " (chunked)"}
 }
 
 // rawHeadersOnly sends a raw request head without its body and reads the answer.
@@ -386,14 +410,23 @@ func TestSIGHUPReload(t *testing.T) {
 	g := start(t, nil)
 	const newTok = "reloaded-token-0100"
 	wantErr(t, g.get(t, "/v1/models", newTok, ""), 401, "authentication_error", "invalid_authorization", "headers.authorization", "before reload")
-	good := strings.Replace(defaultTokens(), `"tokens": [`, `"tokens": [
-    {"token": "`+newTok+`", "tenant": "globex", "role": "member"},`, 1)
+	// a good file adds newTok and drops tokMember
+	file := defaultTokenFile()
+	var tokens []any
+	for _, e := range file["tokens"].([]any) {
+		if e.(map[string]any)["token"] != tokMember {
+			tokens = append(tokens, e)
+		}
+	}
+	file["tokens"] = append([]any{map[string]any{"token": newTok, "tenant": "globex", "role": "member"}}, tokens...)
+	good := tokenFileJSON(file)
 	writeFile(t, g.TokensPath, good)
 	g.Signal(syscall.SIGHUP)
 	if !waitFor(3*time.Second, func() bool { return g.get(t, "/v1/models", newTok, "").Status == 200 }) {
-		t.Errorf("after a good token file and SIGHUP, the new token still fails (DECISIONS 3: re-read on SIGHUP)")
+		t.Errorf("after a good token file and SIGHUP, the new token still fails (DECISIONS 3: re-read on SIGHUP)\n%s", tail(g.stderr.String(), 1000))
 	}
 	wantStatus(t, g.get(t, "/v1/models", tokAdmin, ""), 200, "old tokens still valid after reload")
+	wantErr(t, g.get(t, "/v1/models", tokMember, ""), 401, "authentication_error", "invalid_authorization", "headers.authorization", "DECISIONS 3: a token left out of the reloaded file is refused")
 
 	// a bad file keeps the old catalog
 	const badTok = "bad-file-token-0200"
@@ -412,10 +445,14 @@ func TestSIGHUPReload(t *testing.T) {
 	}) {
 		t.Errorf("a refused reload is not logged with its reason (DECISIONS 3: keeps the old catalog and logs why):\n%s", tail(g.stderr.String(), 600))
 	}
-	// removing a token by reload
+	if logs := g.stderr.String(); !strings.Contains(logs, "no-such-tenant") && !strings.Contains(logs, "line") {
+		t.Errorf("a refused reload's log names neither the unknown tenant nor the line (DECISIONS 3):\n%s", tail(logs, 800))
+	}
+	// the default file again: newTok removed, tokMember back
 	writeFile(t, g.TokensPath, defaultTokens())
 	g.Signal(syscall.SIGHUP)
 	if !waitFor(3*time.Second, func() bool { return g.get(t, "/v1/models", newTok, "").Status == 401 }) {
 		t.Errorf("a token removed from the file still works after SIGHUP (DECISIONS 3)")
 	}
+	wantStatus(t, g.get(t, "/v1/models", tokMember, ""), 200, "DECISIONS 3: a token added back by reload")
 }

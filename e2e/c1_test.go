@@ -13,12 +13,6 @@ import (
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// c1 posts a /c1/chat turn.
-func c1(t *testing.T, g *gw, token, user string, body map[string]any) *resp {
-	t.Helper()
-	return g.post(t, "/c1/chat", token, user, body)
-}
-
 // convID returns the conversation id headers of a /c1 answer, checking both.
 func convID(t *testing.T, r *resp) string {
 	t.Helper()
@@ -82,6 +76,7 @@ func TestC1Conversation(t *testing.T) {
 	if m := r.JSON(); m["object"] != "chat.completion" {
 		t.Errorf("stream false answer %s, want a chat.completion JSON", truncate(string(r.Body), 200))
 	}
+	wantJSON(t, r)
 	up := messagesOf(lastBody(t, g.Local, "/chat/completions"))
 	if ns := nonSystem(up); len(ns) != 1 || textOf(ns[0]) != "turn one" {
 		t.Errorf("turn 1 upstream messages %v, want system + user 'turn one'", roles(up))
@@ -148,6 +143,9 @@ func TestC1Conversation(t *testing.T) {
 		if sys > 1 {
 			t.Errorf("system_prompt stored %d times, want once (spec rule 5)", sys)
 		}
+		if len(msgs) == 0 || msgs[0]["role"] != "system" {
+			t.Errorf("stored history %v, want the system message first (spec rule 5)", roles(msgs))
+		}
 	}
 	// gw-conversation-id header works too
 	r = g.do(t, "POST", "/c1/chat", tokMember, "alice", map[string]any{"message": "turn four", "stream": false, "model": "lm-4-scout-local"}, H{"gw-conversation-id": id})
@@ -178,6 +176,17 @@ func TestC1Conversation(t *testing.T) {
 	if n := len(nonSystem(msgs)); n != 8 {
 		t.Errorf("after trimmed ephemeral turns the history has %d messages, want 8 (spec rule 6: full history persisted; rule 3: ephemeral not persisted)", n)
 	}
+	// a stored turn with keep_last_turns trims what is sent, never what is stored
+	r = c1(t, g, tokMember, "alice", map[string]any{"message": "kept", "stream": false, "conversation_id": id, "model": "lm-4-scout-local", "keep_last_turns": 0})
+	wantStatus(t, r, 200, "keep_last_turns 0, stored")
+	if got := roles(nonSystem(messagesOf(lastBody(t, g.Local, "/chat/completions")))); strings.Join(got, "|") != "user:kept" {
+		t.Errorf("keep_last_turns 0: upstream %v, want the current message only (spec rule 6)", got)
+	}
+	_, after := history(t, g, tokMember, "alice", id)
+	if len(after) != len(msgs)+2 || mustJSON(after[:len(msgs)]) != mustJSON(msgs) {
+		t.Errorf("history after a keep_last_turns 0 turn %v, want the %d earlier messages plus the new turn (spec rule 6: keep_last_turns never trims storage)", roles(after), len(msgs))
+	}
+	msgs = after
 
 	// conversation list
 	lr := g.get(t, "/c1/conversations", tokMember, "alice")
@@ -204,6 +213,12 @@ func TestC1Conversation(t *testing.T) {
 	wantErr(t, g.get(t, "/c1/conversations/"+id, tokMember, "bob"), 404, "not_found_error", "conversation_not_found", "conversation_id", nf+": other user GET")
 	wantErr(t, c1(t, g, tokMember, "bob", map[string]any{"message": "hijack", "stream": false, "conversation_id": id, "model": "lm-4-scout-local"}),
 		404, "not_found_error", "conversation_not_found", "conversation_id", nf+": other user POST")
+	wantErr(t, g.do(t, "POST", "/c1/chat", tokMember, "bob", map[string]any{"message": "hijack", "stream": false, "model": "lm-4-scout-local"}, H{"x-conversation-id": id}),
+		404, "not_found_error", "conversation_not_found", "conversation_id", nf+": other user POST, id by header")
+	wantErr(t, g.get(t, "/c1/conversations/"+id, tokAdmin, "bob"), 404, "not_found_error", "conversation_not_found", "conversation_id", nf+": tenant_admin with GW-User-Id is filtered like anyone")
+	if r := g.get(t, "/c1/conversations/"+id, tokAdmin, ""); wantStatus(t, r, 200, "spec End-user identity 4: tenant-wide read") && len(listOf(r.JSON()["messages"])) != len(msgs) {
+		t.Errorf("tenant_admin's tenant-wide read of alice's conversation: %s, want her %d messages", truncate(string(r.Body), 300), len(msgs))
+	}
 	wantErr(t, g.get(t, "/c1/conversations/"+id, tokGlobexMem, "alice"), 404, "not_found_error", "conversation_not_found", "conversation_id", nf+": same user id, other tenant")
 	before := chatCalls(g.Local)
 	wantErr(t, c1(t, g, tokGlobexMem, "alice", map[string]any{"message": "hijack", "stream": false, "conversation_id": id, "model": "lm-4-scout-local"}),
@@ -218,21 +233,30 @@ func TestC1Conversation(t *testing.T) {
 	if !wantStatus(t, r, 200, "DECISIONS 8.10") || r.JSON()["deleted"] != 0.0 {
 		t.Errorf("%s\n  bob deleting alice's conversation: want {\"deleted\":0} (DECISIONS 8.10)", r)
 	}
-	_, after := history(t, g, tokMember, "alice", id)
+	r = g.do(t, "DELETE", "/c1/conversations/"+id, tokGlobexMem, "alice", nil, nil)
+	if !wantStatus(t, r, 200, "DECISIONS 8.10") || r.JSON()["deleted"] != 0.0 {
+		t.Errorf("%s\n  the same user id of another tenant deleting alice's conversation: want {\"deleted\":0} (DECISIONS 8.10)", r)
+	}
+	_, after = history(t, g, tokMember, "alice", id)
 	if len(after) != len(msgs) {
-		t.Errorf("bob's delete removed alice's messages")
+		t.Errorf("bob's or another tenant's delete removed alice's messages")
 	}
 	// delete
 	r = g.do(t, "DELETE", "/c1/conversations/"+id, tokMember, "alice", nil, nil)
 	if wantStatus(t, r, 200, "spec DELETE /c1/conversations/{id}") && r.JSON()["deleted"] != float64(len(msgs)) {
 		t.Errorf("delete answered %s, want {\"deleted\":%d} (DECISIONS 8.10: number of stored messages removed)", r.Body, len(msgs))
 	}
+	wantJSON(t, r)
 	wantErr(t, g.get(t, "/c1/conversations/"+id, tokMember, "alice"), 404, "not_found_error", "conversation_not_found", "conversation_id", nf+": deleted")
 	r = g.do(t, "DELETE", "/c1/conversations/"+id, tokMember, "alice", nil, nil)
 	if r.Status != 200 || r.JSON()["deleted"] != 0.0 {
 		t.Errorf("%s\n  second delete: want {\"deleted\":0}", r)
 	}
 	wantErr(t, g.get(t, "/c1/conversations/never-existed", tokMember, "alice"), 404, "not_found_error", "conversation_not_found", "conversation_id", nf+": never persisted")
+	r = g.do(t, "DELETE", "/c1/conversations/never-existed", tokMember, "alice", nil, nil)
+	if r.Status != 200 || r.JSON()["deleted"] != 0.0 {
+		t.Errorf("%s\n  delete of a never persisted id: want {\"deleted\":0} (DECISIONS 8.10)", r)
+	}
 }
 
 func TestC1Features(t *testing.T) {
@@ -262,8 +286,13 @@ func TestC1Features(t *testing.T) {
 		if !ok || len(parts) != 2 || !strings.Contains(mustJSON(parts[0]), `"type":"text"`) || !strings.Contains(mustJSON(parts[0]), "what is this") ||
 			!strings.Contains(mustJSON(parts[1]), `"type":"image_url"`) || !strings.Contains(mustJSON(parts[1]), onePixelPNG) {
 			t.Errorf("upstream user message %s, want [text part, image_url part] (spec rule 7)", truncate(mustJSON(last), 400))
+		} else if iu, _ := parts[1].(map[string]any)["image_url"].(map[string]any); iu["url"] != pngURI || iu["detail"] != "low" {
+			t.Errorf("upstream image part %s, want image_url {url, detail low} as given (spec rule 7)", truncate(mustJSON(parts[1]), 300))
 		}
 		_, hist := history(t, g, tokMember, "ivy", convID(t, r))
+		if len(hist) != 2 {
+			t.Errorf("stored image turn %v, want the user and assistant messages", roles(hist))
+		}
 		ns := nonSystem(hist)
 		if len(ns) == 0 || !strings.Contains(mustJSON(ns[0]["content"]), "image_url") {
 			t.Errorf("stored user turn %s, want the content-parts array with the image (spec StoredMessage: multimodal turns hold text and image_url parts)", truncate(mustJSON(ns), 300))
@@ -351,6 +380,11 @@ func TestC1Features(t *testing.T) {
 			return errCase{name: name, method: "POST", path: "/c1/chat", token: tokMember, user: "val", body: body,
 				status: 400, typ: inv, code: code, param: param, ref: "spec ChatRequest; issue 4 item 1; DECISIONS 8.2, 8.23, 8.28"}
 		}
+		vh := func(name string, hdr H, body any, code, param string) errCase {
+			c := v(name, body, code, param)
+			c.hdr = hdr
+			return c
+		}
 		cases := errCases{
 			v("missing message", map[string]any{"stream": false}, "missing_field", "body.message"),
 			v("message a number", map[string]any{"message": 5}, "invalid_field", "body.message"),
@@ -369,13 +403,36 @@ func TestC1Features(t *testing.T) {
 			v("ephemeral not boolean", map[string]any{"message": "x", "ephemeral": 1}, "invalid_field", "body.ephemeral"),
 			v("images not array", map[string]any{"message": "x", "images": "a.png"}, "invalid_field", "body.images"),
 			v("image without url", map[string]any{"message": "x", "images": []any{map[string]any{"detail": "low"}}}, "missing_field", "body.images[0].url"),
-			v("conversation id body and header differ", map[string]any{"message": "x", "conversation_id": "aaa"}, "invalid_field", "body.conversation_id"),
+			vh("conversation id body and header differ", H{"x-conversation-id": "bbb"}, map[string]any{"message": "x", "conversation_id": "aaa"}, "invalid_field", "body.conversation_id"),
+			vh("conversation id body and gw- header differ", H{"gw-conversation-id": "bbb"}, map[string]any{"message": "x", "conversation_id": "aaa"}, "invalid_field", "body.conversation_id"),
+			vh("the two conversation id headers differ", H{"gw-conversation-id": "aaa", "x-conversation-id": "bbb"}, map[string]any{"message": "x"}, "invalid_field", "headers.x-conversation-id"),
 			v("context window", map[string]any{"message": strings.Repeat("word ", 8000), "model": "lm-text-8k"}, "context_window_exceeded", "messages"),
+			v("attachment hash mismatch", map[string]any{"message": "read", "model": "lm-4-scout-local",
+				"attachments": []any{map[string]any{"kind": "document", "doc_name": "a.txt", "content": "abc", "content_hash": "sha256:00"}}}, "invalid_field", "body.attachments[0].content_hash"),
 		}
-		cases[len(cases)-2].hdr = H{"x-conversation-id": "bbb"}
+		before := callsOn(g, "/chat/completions")
 		runErrCases(t, g, cases)
+		if n := callsOn(g, "/chat/completions") - before; n != 0 {
+			t.Errorf("rejected /c1 requests reached the upstreams %d times, want 0", n)
+		}
+		wantStatus(t, c1(t, g, tokMember, "val", map[string]any{"message": "x", "stream": false, "temperature": 2.0, "model": "lm-4-scout-local"}), 200, "spec Limits: temperature 2.0 is in range")
+		r := c1(t, g, tokMember, "val", map[string]any{"message": "x", "conversation_id": nil, "model": nil, "provider": nil, "system_prompt": nil,
+			"keep_last_turns": nil, "images": nil, "max_tokens": nil, "temperature": nil, "stream": false})
+		if wantStatus(t, r, 200, "spec ChatRequest: null optional fields are absent") && !uuidRE.MatchString(r.Header.Get("x-conversation-id")) {
+			t.Errorf("conversation_id null: answered conversation id %q, want a new UUID (spec rule 4)", r.Header.Get("x-conversation-id"))
+		}
+		// stored history counts toward the context window of what is sent
+		big := strings.Repeat("abcde ", 2500) // 15000 bytes, about 5000 tokens
+		r = c1(t, g, tokMember, "cw", map[string]any{"message": big, "stream": false, "model": "lm-text-8k"})
+		if wantStatus(t, r, 200, "DECISIONS 8.14: turn 1 inside lm-text-8k's window") {
+			cid := convID(t, r)
+			wantErr(t, c1(t, g, tokMember, "cw", map[string]any{"message": big, "stream": false, "model": "lm-text-8k", "conversation_id": cid}),
+				400, "invalid_request_error", "context_window_exceeded", "messages", "DECISIONS 8.14: the history counts toward the window")
+			wantStatus(t, c1(t, g, tokMember, "cw", map[string]any{"message": big, "stream": false, "model": "lm-text-8k", "conversation_id": cid, "keep_last_turns": 0}),
+				200, "spec rule 6: keep_last_turns 0 sends the current message only")
+		}
 		// the c1 max_tokens floor
-		r := c1(t, g, tokMember, "val", map[string]any{"message": "x", "stream": false, "model": "lm-reasoner", "max_tokens": 20})
+		r = c1(t, g, tokMember, "val", map[string]any{"message": "x", "stream": false, "model": "lm-reasoner", "max_tokens": 20})
 		if r.Status != 200 || r.Header.Get("gw-applied") != "max_tokens_floored=200" || r.Header.Get("x-rust-api-applied") != "max_tokens_floored=200" {
 			t.Errorf("%s\n  /c1 lm-reasoner max_tokens 20: want 200 with gw-applied and x-rust-api-applied max_tokens_floored=200 (spec ModelConstraints)", r)
 		}
@@ -394,11 +451,17 @@ func TestC1Features(t *testing.T) {
 		g2 := start(t, func(s *setup) { s.LocalURL = refused(t) })
 		r := c1(t, g2, tokMember, "fb", map[string]any{"message": "hi", "model": "lm-4-scout"})
 		if wantStatus(t, r, 200, "c1 fallback stream") {
-			checkFallbackStream(t, r, "chatcmpl-clouda", true)
+			checkStream(t, r, "chatcmpl-clouda", true)
+			convID(t, r)
 		}
 		r = c1(t, g2, tokMember, "fb", map[string]any{"message": "hi", "model": "lm-4-scout", "stream": false})
-		if wantStatus(t, r, 200, "c1 fallback") && !strings.Contains(r.Header.Get("GW-Notice"), "backend_fallback") {
-			t.Errorf("/c1 non-streaming fallback: GW-Notice %q, want backend_fallback (issue 4 item 6; DECISIONS 5)", r.Header.Get("GW-Notice"))
+		if wantStatus(t, r, 200, "c1 fallback") {
+			if !strings.Contains(r.Header.Get("GW-Notice"), "backend_fallback") {
+				t.Errorf("/c1 non-streaming fallback: GW-Notice %q, want backend_fallback (issue 4 item 6; DECISIONS 5)", r.Header.Get("GW-Notice"))
+			}
+			if _, ok := r.JSON()["gw_code"]; ok {
+				t.Errorf("/c1 non-streaming fallback answer carries gw_code: %s (DECISIONS 5: the notice is a header)", truncate(string(r.Body), 300))
+			}
 		}
 		_, hist := history(t, g2, tokMember, "fb", convID(t, r))
 		for _, m := range hist {
@@ -406,6 +469,9 @@ func TestC1Features(t *testing.T) {
 				t.Errorf("the notice was stored in the history: %s", mustJSON(m))
 			}
 		}
+		// failing before the first byte, a streaming turn answers the JSON error envelope
+		wantErr(t, c1(t, g2, tokMember, "fb", map[string]any{"message": "x", "model": "lm-4-scout-local"}),
+			503, "overloaded_error", "upstream_unavailable", anyParam, "DECISIONS 5: before the first byte, the normal JSON error")
 	})
 	t.Run("upstream failure", func(t *testing.T) {
 		g2 := start(t, func(s *setup) { s.Local.Reply = upstreamtest.Reply{Status: 500} })
@@ -427,12 +493,16 @@ func TestC1CutStream(t *testing.T) {
 	})
 	r := c1(t, g, tokMember, "cut", map[string]any{"message": "first", "stream": false, "model": "lm-4-scout-local"})
 	id := convID(t, r)
+	_, before := history(t, g, tokMember, "cut", id)
 	r = c1(t, g, tokMember, "cut", map[string]any{"message": "second", "model": "lm-4-scout-local", "conversation_id": id})
 	evs := parseSSE(r.Body)
-	if r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Event != "gw.error" {
+	if r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Event != "gw.error" || strings.Contains(string(r.Body), "[DONE]") {
 		t.Errorf("%s\n  a /c1 stream cut by the upstream must end with gw.error and no [DONE] (DECISIONS 5)", r)
 	}
 	_, hist := history(t, g, tokMember, "cut", id)
+	if mustJSON(hist) != mustJSON(before) {
+		t.Errorf("stored history after a cut stream %v, want it unchanged %v (issue 4 item 5: a cut turn stores nothing)", roles(hist), roles(before))
+	}
 	got := roles(nonSystem(hist))
 	for _, m := range got {
 		if strings.Contains(m, "partial") {

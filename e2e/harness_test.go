@@ -3,17 +3,18 @@
 // (upstream/upstreamtest) and checks every rule of ../shared/spec/interface.md and
 // ../shared/DECISIONS.md from the outside, as a client sees it. A failing test
 // here names the spec or DECISIONS line it enforces.
+//
+// The harness is in three files: harness_test.go starts and stops gatewayd,
+// http_test.go sends requests and checks answers (error envelopes, error
+// tables), stream_test.go reads SSE answers and what the fakes received.
 package e2e_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -59,11 +60,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Tokens of the default token file (see defaultTokens).
+// Tokens of the default token file (see defaultTokenFile).
 const (
 	tokAdmin     = "acme-admin-token-0001"   // tenant_admin of acme
 	tokMember    = "acme-member-token-0002"  // member of acme
-	tokRestrict  = "acme-restrict-token-003" // member of acme, deny chat:write and models:read, extra tenant_config:write and system_prompts:write:scope
+	tokRestrict  = "acme-restrict-token-003" // member of acme, deny chat:write, models:read and memory:read, extra tenant_config:write and system_prompts:write:scope
 	tokSlow      = "acme-slow-token-0004"    // member of acme, rate 0.1/s burst 2
 	tokHashed    = "acme-hashed-token-0005"  // member of acme, given as sha256 in the file
 	tokNoPrompt  = "acme-noprompt-token-06"  // member of acme, deny system_prompts:write (no qualifier)
@@ -72,6 +73,7 @@ const (
 	tokTiny      = "tiny-member-token-0009"  // member of tiny (models: lm-4-scout-local only)
 	tokQuota     = "quota-member-token-0010" // member of quota (daily quotas)
 	tokNoConsent = "plain-admin-token-0011"  // tenant_admin of plain (no c1_cloud_doc_consent)
+	tokRate      = "acme-rate-token-0012"    // member of acme, rate 1/s burst 2
 )
 
 // acmeModels is acme's allowlist: every catalog alias except lm-transcribe.
@@ -86,9 +88,10 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(d[:])
 }
 
-// defaultTokens is the token file most tests run with.
-func defaultTokens() string {
-	file := map[string]any{
+// defaultTokenFile is the token file most tests run with, as a value that a
+// test may change before writing it.
+func defaultTokenFile() map[string]any {
+	return map[string]any{
 		"tenants": []any{
 			map[string]any{"id": "acme", "models": acmeModels,
 				"settings":    map[string]any{"c1_cloud_doc_consent": true},
@@ -104,7 +107,7 @@ func defaultTokens() string {
 			map[string]any{"token": tokAdmin, "tenant": "acme", "role": "tenant_admin"},
 			map[string]any{"token": tokMember, "tenant": "acme", "role": "member"},
 			map[string]any{"token": tokRestrict, "tenant": "acme", "role": "member",
-				"deny": []string{"chat:write", "models:read"}, "scopes": []string{"tenant_config:write", "system_prompts:write:scope"}},
+				"deny": []string{"chat:write", "models:read", "memory:read"}, "scopes": []string{"tenant_config:write", "system_prompts:write:scope"}},
 			map[string]any{"token": tokSlow, "tenant": "acme", "role": "member", "rate": map[string]any{"per_second": 0.1, "burst": 2}},
 			map[string]any{"sha256": sha256Hex(tokHashed), "tenant": "acme", "role": "member"},
 			map[string]any{"token": tokNoPrompt, "tenant": "acme", "role": "member", "deny": []string{"system_prompts:write"}},
@@ -113,8 +116,17 @@ func defaultTokens() string {
 			map[string]any{"token": tokTiny, "tenant": "tiny", "role": "member"},
 			map[string]any{"token": tokQuota, "tenant": "quota", "role": "member"},
 			map[string]any{"token": tokNoConsent, "tenant": "plain", "role": "tenant_admin"},
+			map[string]any{"token": tokRate, "tenant": "acme", "role": "member", "rate": map[string]any{"per_second": 1, "burst": 2}},
 		},
 	}
+}
+
+// defaultTokens is the default token file's content.
+func defaultTokens() string { return tokenFileJSON(defaultTokenFile()) }
+
+// tokenFileJSON is a token file's content, indented (one entry a line, so that
+// gatewayd's refusals can name lines).
+func tokenFileJSON(file map[string]any) string {
 	b, _ := json.MarshalIndent(file, "", "  ")
 	return string(b)
 }
@@ -126,7 +138,7 @@ type setup struct {
 	Args    []string          // extra flags
 	DataDir string            // "" = a new temp dir
 	// Backend URLs: "" = the fake's URL; unset = variable not set; any other value as is
-	// (refused() gives a URL where connections are refused, "\x00empty" an empty value).
+	// (refused() gives a URL where connections are refused, emptyURL an empty value).
 	LocalURL, CloudAURL, CloudBURL string
 	// Configurations of the three fakes.
 	Local, CloudA, CloudB upstreamtest.Config
@@ -234,9 +246,7 @@ func start(t *testing.T, mod func(s *setup)) *gw {
 	}
 	if tokens != noTokens {
 		g.TokensPath = filepath.Join(t.TempDir(), "tokens.json")
-		if err := os.WriteFile(g.TokensPath, []byte(tokens), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, g.TokensPath, tokens)
 		env["GATEWAY_TOKENS_FILE"] = g.TokensPath
 	}
 	_, fixedAddr := env["GATEWAY_ADDR"]
@@ -283,11 +293,13 @@ func (g *gw) exitedWith(msg string, d time.Duration) bool {
 // refused returns a URL on which connections are refused.
 func refused(t *testing.T) string { return upstreamtest.RefusedURL(t) }
 
-// Restart stops gatewayd (SIGTERM, exit 0) and starts it again with the same
-// environment, data dir and token file.
+// Restart stops gatewayd (SIGTERM, exit 0) unless it is stopped already, and
+// starts it again with the same environment, address, data dir and token file.
 func (g *gw) Restart() {
 	g.t.Helper()
-	g.Stop()
+	if !g.stopped {
+		g.Stop()
+	}
 	g.stopped = false
 	g.launch(g.env, g.args)
 	g.waitHealthy()
@@ -358,18 +370,24 @@ func (g *gw) waitHealthy() {
 // Stop sends SIGTERM and checks that gatewayd exits 0 within 10 s.
 func (g *gw) Stop() {
 	g.t.Helper()
+	g.stopSignal(syscall.SIGTERM)
+}
+
+// stopSignal sends sig and checks that gatewayd exits 0 within 10 s.
+func (g *gw) stopSignal(sig os.Signal) {
+	g.t.Helper()
 	g.stopped = true
-	g.cmd.Process.Signal(syscall.SIGTERM)
+	g.cmd.Process.Signal(sig)
 	select {
 	case <-g.exited:
 	case <-time.After(10 * time.Second):
 		g.cmd.Process.Kill()
 		<-g.exited
-		g.t.Errorf("gatewayd did not exit within 10 s of SIGTERM (DECISIONS 2: stops cleanly on SIGTERM)\nstderr tail:\n%s", tail(g.stderr.String(), 2000))
+		g.t.Errorf("gatewayd did not exit within 10 s of %v (DECISIONS 2: stops cleanly on SIGTERM and SIGINT)\nstderr tail:\n%s", sig, tail(g.stderr.String(), 2000))
 		return
 	}
 	if g.exitErr != nil {
-		g.t.Errorf("gatewayd exited with %v after SIGTERM, want exit 0 (DECISIONS 2)\nstderr tail:\n%s", g.exitErr, tail(g.stderr.String(), 2000))
+		g.t.Errorf("gatewayd exited with %v after %v, want exit 0 (DECISIONS 2)\nstderr tail:\n%s", g.exitErr, sig, tail(g.stderr.String(), 2000))
 	}
 }
 
@@ -380,6 +398,39 @@ func (g *gw) Signal(sig os.Signal) {
 	}
 }
 
+// runToExit runs gatewayd with env and args, without waiting for it to be
+// healthy, and waits (5 s) for it to exit; a gatewayd still running then is
+// stopped and reported with exit code -1.
+func runToExit(t *testing.T, env map[string]string, args ...string) (exitCode int, stderr string) {
+	t.Helper()
+	if _, ok := env["GATEWAY_ADDR"]; !ok {
+		env["GATEWAY_ADDR"] = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	}
+	if _, ok := env["GATEWAY_DATA_DIR"]; !ok {
+		env["GATEWAY_DATA_DIR"] = t.TempDir()
+	}
+	cmd := exec.Command(gatewaydBin, args...)
+	cmd.Env = gatewayEnv(env)
+	var buf syncBuffer
+	cmd.Stderr, cmd.Stdout = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), buf.String()
+		}
+		return 0, buf.String()
+	case <-time.After(5 * time.Second):
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+		return -1, buf.String()
+	}
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
@@ -387,351 +438,11 @@ func tail(s string, n int) string {
 	return s
 }
 
-// ---- HTTP ----
-
-// H is a set of request headers.
-type H map[string]string
-
-// resp is a complete answer.
-type resp struct {
-	Status int
-	Header http.Header
-	Body   []byte
-	req    string // "METHOD path" for messages
-}
-
-// JSON decodes the body into a generic value (nil when it is not JSON).
-func (r *resp) JSON() map[string]any {
-	var m map[string]any
-	json.Unmarshal(r.Body, &m)
-	return m
-}
-
-func (r *resp) String() string {
-	return fmt.Sprintf("%s -> %d %s", r.req, r.Status, truncate(string(r.Body), 600))
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
-}
-
-var client = &http.Client{Timeout: 30 * time.Second}
-
-// do sends one request. body is a string, []byte, nil, or a value sent as JSON.
-// token "" sends no Authorization header; user "" no GW-User-Id.
-func (g *gw) do(t *testing.T, method, path, token, user string, body any, hdr H) *resp {
+func writeFile(t *testing.T, path, content string) {
 	t.Helper()
-	return doURL(t, client, method, g.Base+path, token, user, body, hdr)
-}
-
-func doURL(t *testing.T, c *http.Client, method, url, token, user string, body any, hdr H) *resp {
-	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if user != "" {
-		req.Header.Set("GW-User-Id", user)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Logf("%s %s: reading body: %v", method, url, err)
-	}
-	path := req.URL.Path
-	if req.URL.RawQuery != "" {
-		path += "?" + req.URL.RawQuery
-	}
-	return &resp{Status: res.StatusCode, Header: res.Header, Body: data, req: method + " " + path}
-}
-
-// Shorthands.
-func (g *gw) get(t *testing.T, path, token, user string) *resp {
-	t.Helper()
-	return g.do(t, "GET", path, token, user, nil, nil)
-}
-
-func (g *gw) post(t *testing.T, path, token, user string, body any) *resp {
-	t.Helper()
-	return g.do(t, "POST", path, token, user, body, nil)
-}
-
-// ---- error envelope ----
-
-// Param expectations besides an exact string.
-const (
-	anyParam = "\x00any"  // param not checked
-	noParam  = "\x00null" // param null or absent
-)
-
-// wantErr checks an error answer: status, the envelope's type, code and param,
-// a non-empty message, gw_code equal to the code, Content-Type application/json
-// and an x-request-id header. ref names the spec or DECISIONS line.
-func wantErr(t *testing.T, r *resp, status int, typ, code, param, ref string) bool {
-	t.Helper()
-	var env struct {
-		Error *struct {
-			Type    *string `json:"type"`
-			Code    *string `json:"code"`
-			Message *string `json:"message"`
-			Param   any     `json:"param"`
-		} `json:"error"`
-		GWCode *string `json:"gw_code"`
-	}
-	var problems []string
-	if r.Status != status {
-		problems = append(problems, fmt.Sprintf("status %d, want %d", r.Status, status))
-	}
-	if err := json.Unmarshal(r.Body, &env); err != nil || env.Error == nil {
-		problems = append(problems, "body is not an error envelope {\"error\":{...}}")
-	} else {
-		e := env.Error
-		if e.Type == nil || *e.Type != typ {
-			problems = append(problems, fmt.Sprintf("error.type %s, want %q", strp(e.Type), typ))
-		}
-		if e.Code == nil || *e.Code != code {
-			problems = append(problems, fmt.Sprintf("error.code %s, want %q", strp(e.Code), code))
-		}
-		if e.Message == nil || *e.Message == "" {
-			problems = append(problems, "error.message empty")
-		}
-		switch param {
-		case anyParam:
-		case noParam:
-			if e.Param != nil {
-				problems = append(problems, fmt.Sprintf("error.param %v, want null", e.Param))
-			}
-		default:
-			if p, ok := e.Param.(string); !ok || p != param {
-				problems = append(problems, fmt.Sprintf("error.param %#v, want %q", e.Param, param))
-			}
-		}
-		if env.GWCode == nil || *env.GWCode != code {
-			problems = append(problems, fmt.Sprintf("gw_code %s, want %q", strp(env.GWCode), code))
-		}
-	}
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		problems = append(problems, fmt.Sprintf("Content-Type %q, want application/json (DECISIONS 8.30)", ct))
-	}
-	if r.Header.Get("X-Request-Id") == "" {
-		problems = append(problems, "no x-request-id header (DECISIONS 5)")
-	}
-	if len(problems) > 0 {
-		t.Errorf("%s\n  want %d %s/%s param=%q [%s]\n  problems: %s", r, status, typ, code, printable(param), ref, strings.Join(problems, "; "))
-		return false
-	}
-	return true
-}
-
-func printable(p string) string {
-	switch p {
-	case anyParam:
-		return "(any)"
-	case noParam:
-		return "(null)"
-	}
-	return p
-}
-
-func strp(s *string) string {
-	if s == nil {
-		return "(absent)"
-	}
-	return strconv.Quote(*s)
-}
-
-// wantStatus checks the status of a successful answer.
-func wantStatus(t *testing.T, r *resp, status int, ref string) bool {
-	t.Helper()
-	if r.Status != status {
-		t.Errorf("%s\n  want status %d [%s]", r, status, ref)
-		return false
-	}
-	return true
-}
-
-// errCase is one row of an error table.
-type errCase struct {
-	name    string
-	method  string
-	path    string
-	token   string
-	user    string
-	body    any
-	hdr     H
-	status  int
-	typ     string
-	code    string
-	param   string
-	ref     string
-	prepare func(t *testing.T)
-}
-
-func runErrCases(t *testing.T, g *gw, cases []errCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if c.prepare != nil {
-				c.prepare(t)
-			}
-			r := g.do(t, c.method, c.path, c.token, c.user, c.body, c.hdr)
-			wantErr(t, r, c.status, c.typ, c.code, c.param, c.ref)
-		})
-	}
-}
-
-// ---- SSE ----
-
-// sseEvent is one server-sent event.
-type sseEvent struct {
-	Event string
-	Data  string
-}
-
-// parseSSE splits an SSE body into events (comments dropped).
-func parseSSE(body []byte) []sseEvent {
-	var out []sseEvent
-	text := strings.ReplaceAll(string(body), "\r\n", "\n")
-	for _, block := range strings.Split(text, "\n\n") {
-		var ev sseEvent
-		var data []string
-		has := false
-		for _, line := range strings.Split(block, "\n") {
-			switch {
-			case line == "" || strings.HasPrefix(line, ":"):
-			case strings.HasPrefix(line, "event:"):
-				ev.Event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-				has = true
-			case strings.HasPrefix(line, "data:"):
-				d := strings.TrimPrefix(line, "data:")
-				d = strings.TrimPrefix(d, " ")
-				data = append(data, d)
-				has = true
-			}
-		}
-		if has {
-			ev.Data = strings.Join(data, "\n")
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// contentOf concatenates the delta contents of the unnamed chunk events.
-func contentOf(events []sseEvent) string {
-	var b strings.Builder
-	for _, e := range events {
-		if e.Event != "" || e.Data == "[DONE]" {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		json.Unmarshal([]byte(e.Data), &c)
-		for _, ch := range c.Choices {
-			b.WriteString(ch.Delta.Content)
-		}
-	}
-	return b.String()
-}
-
-// ---- upstream records ----
-
-// lastBody decodes the body of the last call the fake received on path suffix.
-func lastBody(t *testing.T, s *upstreamtest.Server, suffix string) map[string]any {
-	t.Helper()
-	calls := s.Calls()
-	for i := len(calls) - 1; i >= 0; i-- {
-		if strings.HasSuffix(calls[i].Path, suffix) {
-			var m map[string]any
-			if err := json.Unmarshal(calls[i].Body, &m); err != nil {
-				t.Fatalf("upstream body is not JSON: %s", calls[i].Body)
-			}
-			return m
-		}
-	}
-	t.Fatalf("the fake received no call on %s (calls: %d)", suffix, len(calls))
-	return nil
-}
-
-// chatCalls counts the fake's calls to /chat/completions.
-func chatCalls(s *upstreamtest.Server) int {
-	n := 0
-	for _, c := range s.Calls() {
-		if strings.HasSuffix(c.Path, "/chat/completions") {
-			n++
-		}
-	}
-	return n
-}
-
-// messagesOf returns the messages array of an upstream chat body.
-func messagesOf(body map[string]any) []map[string]any {
-	raw, _ := body["messages"].([]any)
-	out := make([]map[string]any, 0, len(raw))
-	for _, m := range raw {
-		mm, _ := m.(map[string]any)
-		out = append(out, mm)
-	}
-	return out
-}
-
-// textOf returns a message content as text (parts joined).
-func textOf(m map[string]any) string {
-	switch c := m["content"].(type) {
-	case string:
-		return c
-	case []any:
-		var parts []string
-		for _, p := range c {
-			if pm, ok := p.(map[string]any); ok {
-				if s, ok := pm["text"].(string); ok {
-					parts = append(parts, s)
-				}
-			}
-		}
-		return strings.Join(parts, "\n")
-	}
-	return ""
-}
-
-// chatBody is a minimal /v1 chat request.
-func chatBody(model, content string) map[string]any {
-	return map[string]any{"model": model, "messages": []any{map[string]any{"role": "user", "content": content}}}
 }
 
 // waitFor polls cond every 20 ms until it is true or d passes.
@@ -744,24 +455,4 @@ func waitFor(d time.Duration, cond func() bool) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cond()
-}
-
-// ctxTimeout is a context for waits on fakes.
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// mustJSON marshals v.
-func mustJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }

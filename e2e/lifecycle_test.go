@@ -3,7 +3,7 @@ package e2e_test
 import (
 	"io"
 	"net/http"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -69,6 +69,7 @@ func TestRestartPersistence(t *testing.T) {
 		wantStatus(t, g.get(t, "/v1/images/"+str(img[0]["id"]), tokAdmin, ""), 200, "image survives restart")
 	}
 	wantStatus(t, g.post(t, "/v1/chat/completions", tokMember, "bob", consent), 200, "spec Errors rule 1: ;persist stores a permanent grant (survives a restart)")
+	wantStatus(t, c1(t, g, tokMember, "alice", map[string]any{"message": "after restart", "stream": false, "model": "lm-4-scout-local", "conversation_id": id}), 200, "a turn after the restart")
 	// a new version number continues after the restart
 	must(g.do(t, "PUT", "/v1/system-prompts/user", tokMember, "alice", map[string]any{"content": "v3"}, nil))
 	if v := versions(t, g, tokMember, "alice", "user"); !v[3] {
@@ -76,83 +77,82 @@ func TestRestartPersistence(t *testing.T) {
 	}
 }
 
-func TestGracefulShutdown(t *testing.T) {
-	t.Parallel()
-	g := start(t, func(s *setup) {
-		s.Local.Reply = upstreamtest.Reply{Chunks: 5, Interval: 150 * time.Millisecond, Content: "slow stream of words"}
-	})
-	b := chatBody("lm-4-scout-local", "SECRET-CONTENT-XYZZY")
-	b["stream"] = true
-	type result struct {
-		r   *resp
-		err error
-	}
-	done := make(chan result, 1)
+// flight is the outcome of a request sent in the background.
+type flight struct {
+	r   *resp
+	err error
+}
+
+// inFlight posts body (as JSON) to path in the background.
+func inFlight(g *gw, path, token, user string, body any) <-chan flight {
+	done := make(chan flight, 1)
 	go func() {
-		req, _ := http.NewRequest("POST", g.Base+"/v1/chat/completions", strings.NewReader(mustJSON(b)))
-		req.Header.Set("Authorization", "Bearer "+tokAdmin)
+		req, _ := http.NewRequest("POST", g.Base+path, strings.NewReader(mustJSON(body)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if user != "" {
+			req.Header.Set("GW-User-Id", user)
+		}
 		res, err := client.Do(req)
 		if err != nil {
-			done <- result{err: err}
+			done <- flight{err: err}
 			return
 		}
 		defer res.Body.Close()
 		data, err := io.ReadAll(res.Body)
-		done <- result{r: &resp{Status: res.StatusCode, Body: data}, err: err}
+		done <- flight{r: &resp{Status: res.StatusCode, Header: res.Header, Body: data, req: "POST " + path}, err: err}
 	}()
-	if err := g.Local.AwaitCalls(ctxTimeout(t, 5*time.Second), 1); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	g.Stop() // SIGTERM while the stream is in flight; must exit 0
-	res := <-done
-	if res.err != nil {
-		t.Fatalf("in-flight stream broken by SIGTERM: %v (DECISIONS 2: in-flight requests finish)", res.err)
-	}
-	evs := parseSSE(res.r.Body)
-	if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || contentOf(evs) != "slow stream of words" {
-		t.Errorf("in-flight stream after SIGTERM: %s, want it complete with [DONE] (DECISIONS 2)", truncate(string(res.r.Body), 300))
-	}
-	logs := g.stderr.String()
-	for _, secret := range []string{tokAdmin, "SECRET-CONTENT-XYZZY", "sk-clouda-secret-key"} {
-		if strings.Contains(logs, secret) {
-			t.Errorf("gatewayd's log contains %q (issue 2 item 9: tokens and message contents never appear in logs)", secret)
-		}
-	}
-	if !strings.Contains(logs, `"status":200`) && !strings.Contains(logs, `"status": 200`) {
-		t.Errorf("no JSON request log line with the status (issue 2 item 9)")
-	}
+	return done
 }
 
-// runToExit runs gatewayd with env and args and waits (5 s) for it to exit.
-func runToExit(t *testing.T, env map[string]string, args ...string) (exitCode int, stderr string) {
-	t.Helper()
-	if _, ok := env["GATEWAY_ADDR"]; !ok {
-		env["GATEWAY_ADDR"] = "127.0.0.1:" + strconv.Itoa(freePort(t))
-	}
-	if _, ok := env["GATEWAY_DATA_DIR"]; !ok {
-		env["GATEWAY_DATA_DIR"] = t.TempDir()
-	}
-	cmd := exec.Command(gatewaydBin, args...)
-	cmd.Env = gatewayEnv(env)
-	var buf syncBuffer
-	cmd.Stderr, cmd.Stdout = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), buf.String()
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	t.Run("in-flight stream completes", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, func(s *setup) {
+			s.Local.Reply = upstreamtest.Reply{Chunks: 5, Interval: 150 * time.Millisecond, Content: "slow stream of words"}
+		})
+		b := chatBody("lm-4-scout-local", "SECRET-CONTENT-XYZZY")
+		b["stream"] = true
+		done := inFlight(g, "/v1/chat/completions", tokAdmin, "", b)
+		if err := g.Local.AwaitCalls(ctxTimeout(t, 5*time.Second), 1); err != nil {
+			t.Fatal(err)
 		}
-		return 0, buf.String()
-	case <-time.After(5 * time.Second):
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-done
-		return -1, buf.String()
-	}
+		time.Sleep(100 * time.Millisecond)
+		g.Stop() // SIGTERM while the stream is in flight; must exit 0
+		res := <-done
+		if res.err != nil {
+			t.Fatalf("in-flight stream broken by SIGTERM: %v (DECISIONS 2: in-flight requests finish)", res.err)
+		}
+		evs := parseSSE(res.r.Body)
+		if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || contentOf(evs) != "slow stream of words" {
+			t.Errorf("in-flight stream after SIGTERM: %s, want it complete with [DONE] (DECISIONS 2)", truncate(string(res.r.Body), 300))
+		}
+		logs := g.stderr.String()
+		for _, secret := range []string{tokAdmin, "SECRET-CONTENT-XYZZY", "sk-clouda-secret-key"} {
+			if strings.Contains(logs, secret) {
+				t.Errorf("gatewayd's log contains %q (issue 2 item 9: tokens and message contents never appear in logs)", secret)
+			}
+		}
+		if !strings.Contains(logs, `"status":200`) && !strings.Contains(logs, `"status": 200`) {
+			t.Errorf("no JSON request log line with the status (issue 2 item 9)")
+		}
+	})
+	t.Run("in-flight c1 turn is stored", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, func(s *setup) { s.Local.Reply = upstreamtest.Reply{Latency: 800 * time.Millisecond} })
+		done := inFlight(g, "/c1/chat", tokMember, "s1", map[string]any{"message": "slow", "stream": false, "model": "lm-4-scout-local"})
+		time.Sleep(300 * time.Millisecond)
+		g.Stop() // SIGTERM while the turn is in flight; must exit 0
+		res := <-done
+		if res.err != nil || res.r.Status != 200 {
+			t.Fatalf("in-flight /c1 turn during SIGTERM: %v %v, want 200 (DECISIONS 2: in-flight requests finish)", res.err, res.r)
+		}
+		id := res.r.Header.Get("gw-conversation-id")
+		g.Restart()
+		if hr, msgs := history(t, g, tokMember, "s1", id); hr.Status != 200 || len(msgs) != 2 {
+			t.Errorf("%s\n  a turn finished during shutdown is not stored: %d messages, want 2 (DECISIONS 2)", hr, len(msgs))
+		}
+	})
 }
 
 func TestBadTokenFileRefusesToStart(t *testing.T) {
@@ -167,6 +167,9 @@ func TestBadTokenFileRefusesToStart(t *testing.T) {
 		{"duplicate via sha256", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\"},\n    {\"sha256\": \"" + sha256Hex("a") + "\", \"tenant\": \"acme\"}\n  ]\n}\n", 5},
 		{"unknown tenant field", "{\n  \"tenants\": [\n    {\"id\": \"acme\", \"moodels\": []}\n  ],\n  \"tokens\": []\n}\n", 3},
 		{"invalid json", "{\n  \"tenants\": [\n    {\"id\": \"acme\",}\n  ]\n}\n", 3},
+		{"unknown field of the second token", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\"},\n    {\"token\": \"b\", \"tenant\": \"acme\", \"colour\": \"red\"}\n  ]\n}\n", 5},
+		{"unknown tenant field on its own line", "{\n  \"tenants\": [\n    {\"id\": \"acme\",\n     \"modles\": [\"lm-4-scout\"]}\n  ],\n  \"tokens\": []\n}\n", 4},
+		{"invalid json in a token", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\",}\n  ]\n}\n", 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -233,6 +236,12 @@ func TestDevMode(t *testing.T) {
 	if token == "" {
 		t.Fatalf("gatewayd -dev printed no working token on stderr (DECISIONS 2):\n%s", tail(out, 1000))
 	}
+	if n := strings.Count(out, token); n != 1 {
+		t.Errorf("gatewayd -dev printed its token %d times, want once (DECISIONS 2)", n)
+	}
+	if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(token) + `\s*$`).MatchString(out) {
+		t.Errorf("gatewayd -dev does not print its token alone on an indented line (DECISIONS 2):\n%s", tail(out, 1000))
+	}
 	if !strings.Contains(out, "/playground") {
 		t.Errorf("gatewayd -dev does not print the /playground URL (DECISIONS 2)")
 	}
@@ -240,12 +249,21 @@ func TestDevMode(t *testing.T) {
 		t.Errorf("gatewayd -dev does not print the address it serves (DECISIONS 2)")
 	}
 	// the token is a tenant admin of tenant dev
-	wantStatus(t, g.do(t, "GET", "/v1/tenant/config", token, "", nil, H{"GW-Tenant-Id": "dev"}), 200, "DECISIONS 2: tenant-admin token for tenant dev")
+	r := g.do(t, "GET", "/v1/tenant/config", token, "", nil, H{"GW-Tenant-Id": "dev"})
+	if wantStatus(t, r, 200, "DECISIONS 2: tenant-admin token for tenant dev") && r.JSON()["tenant_id"] != "dev" {
+		t.Errorf("-dev token's tenant config names tenant %v, want dev (DECISIONS 2)", r.JSON()["tenant_id"])
+	}
 	wantStatus(t, g.do(t, "PUT", "/v1/tenant/config", token, "", map[string]any{"key": "compact_keep_last_n", "value": 5}, nil), 200, "DECISIONS 2: tenant_admin")
-	r := g.post(t, "/v1/chat/completions", token, "", chatBody("lm-4-scout", "Hello"))
+	r = g.post(t, "/v1/chat/completions", token, "", chatBody("lm-4-scout", "Hello"))
 	if wantStatus(t, r, 200, "DECISIONS 2: demo backend answers when no backend answers") {
-		m := r.JSON()
-		ch, _ := m["choices"].([]any)
+		ch := listOf(r.JSON()["choices"])
+		var msg map[string]any
+		if len(ch) > 0 {
+			msg, _ = ch[0]["message"].(map[string]any)
+		}
+		if textOf(msg) == "" {
+			t.Errorf("demo answer %s: want a non-empty message content", truncate(string(r.Body), 300))
+		}
 		if len(ch) == 0 || !strings.Contains(strings.ToLower(mustJSON(ch[0])), "demo") {
 			t.Errorf("demo answer %s, want an answer that says it is the demo backend (README)", truncate(string(r.Body), 300))
 		}
@@ -268,4 +286,23 @@ func TestNoDemoOutsideDev(t *testing.T) {
 	g := start(t, func(s *setup) { s.LocalURL = refused(t); s.CloudAURL, s.CloudBURL = unset, unset })
 	wantErr(t, g.post(t, "/v1/chat/completions", tokAdmin, "", chatBody("lm-4-scout", "hi")), 503, "overloaded_error", "upstream_unavailable", anyParam,
 		"issue 3 item 9: outside -dev the demo never answers in place of a real backend")
+}
+
+func TestFlagsAndSIGINT(t *testing.T) {
+	t.Parallel()
+	flagDir := t.TempDir()
+	g := start(t, func(s *setup) {
+		s.Env["GATEWAY_BODY_LIMIT_BYTES"] = "1000000"
+		s.Args = []string{"-body-limit-bytes", "512", "-rate-burst", "100000", "-data-dir", flagDir}
+	})
+	r := g.post(t, "/v1/chat/completions", tokAdmin, "", chatBody("lm-4-scout", strings.Repeat("x", 1000)))
+	wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, "DECISIONS 2: -body-limit-bytes flag wins over GATEWAY_BODY_LIMIT_BYTES")
+	wantStatus(t, c1(t, g, tokMember, "f", map[string]any{"message": "x", "stream": false}), 200, "a stored turn")
+	g.stopSignal(syscall.SIGINT) // must exit 0 (DECISIONS 2)
+	if _, err := os.Stat(filepath.Join(flagDir, "gateway.db")); err != nil {
+		t.Errorf("-data-dir flag did not win over GATEWAY_DATA_DIR (DECISIONS 2): %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(g.DataDir, "gateway.db")); err == nil {
+		t.Errorf("GATEWAY_DATA_DIR used although -data-dir was given (DECISIONS 2: a flag wins over the variable)")
+	}
 }

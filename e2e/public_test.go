@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +12,8 @@ import (
 )
 
 // specCode is one row of the spec's Codes table: code, type, status, param
-// ("" when the row names none).
+// ("" when the row names none and the catalog's typical_param is not checked,
+// noParam when typical_param must be null: the code has no field).
 type specCode struct {
 	code, typ string
 	status    int
@@ -21,8 +24,8 @@ type specCode struct {
 var specCodes = []specCode{
 	{"missing_authorization", "authentication_error", 401, "headers.authorization"},
 	{"invalid_authorization", "authentication_error", 401, "headers.authorization"},
-	{"forbidden", "permission_error", 403, ""},
-	{"rate_limit_exceeded", "rate_limit_error", 429, ""},
+	{"forbidden", "permission_error", 403, noParam},
+	{"rate_limit_exceeded", "rate_limit_error", 429, noParam},
 	{"body_too_large", "request_too_large", 413, ""},
 	{"invalid_json", "invalid_request_error", 400, ""},
 	{"missing_field", "invalid_request_error", 400, ""},
@@ -46,10 +49,10 @@ var specCodes = []specCode{
 	{"session_agent_mismatch", "invalid_request_error", 400, "session_id"},
 	{"session_compact_conflict", "conflict_error", 409, "session_id"},
 	{"runtime_not_runnable", "invalid_request_error", 400, "body.runtime"},
-	{"coding_agent_disabled", "permission_error", 403, ""},
+	{"coding_agent_disabled", "permission_error", 403, noParam},
 	{"coding_agent_repo_not_allowed", "permission_error", 403, "body.repo"},
 	{"coding_agent_run_not_found", "not_found_error", 404, "run_id"},
-	{"agent_busy", "conflict_error", 409, ""},
+	{"agent_busy", "conflict_error", 409, noParam},
 	{"tenant_config_key_readonly", "invalid_request_error", 400, "key"},
 	{"tenant_config_invalid_value", "invalid_request_error", 400, "key"},
 	{"image_not_found", "not_found_error", 404, "id"},
@@ -59,16 +62,16 @@ var specCodes = []specCode{
 	{"system_prompt_version_not_found", "not_found_error", 404, "version"},
 	{"system_prompt_current_locked", "conflict_error", 409, "version"},
 	{"conversation_not_found", "not_found_error", 404, "conversation_id"},
-	{"route_not_found", "not_found_error", 404, ""},
+	{"route_not_found", "not_found_error", 404, noParam},
 	{"cloud_consent_required", "conflict_error", 409, ""},
 	{"content_blocked", "invalid_request_error", 422, ""},
 	{"model_quota_exhausted", "rate_limit_error", 429, ""},
 	{"cloudB_daily_quota_exhausted", "rate_limit_error", 429, "model"},
-	{"upstream_error", "api_error", 502, ""},
-	{"upstream_timeout", "timeout_error", 504, ""},
-	{"upstream_unavailable", "overloaded_error", 503, ""},
-	{"internal_error", "api_error", 500, ""},
-	{"storage_error", "api_error", 500, ""},
+	{"upstream_error", "api_error", 502, noParam},
+	{"upstream_timeout", "timeout_error", 504, noParam},
+	{"upstream_unavailable", "overloaded_error", 503, noParam},
+	{"internal_error", "api_error", 500, noParam},
+	{"storage_error", "api_error", 500, noParam},
 }
 
 func TestPublicEndpoints(t *testing.T) {
@@ -117,6 +120,10 @@ func TestPublicEndpoints(t *testing.T) {
 			t.Errorf("GET /errors: version %v count %v entries %d, want 1, 50, 50 (spec Catalog)", cat.Version, cat.Count, len(cat.Entries))
 		}
 		byCode := map[string]map[string]any{}
+		inSpec := map[string]bool{}
+		for _, sc := range specCodes {
+			inSpec[sc.code] = true
+		}
 		for _, raw := range cat.Entries {
 			var e map[string]any
 			json.Unmarshal(raw, &e)
@@ -131,6 +138,9 @@ func TestPublicEndpoints(t *testing.T) {
 				}
 			}
 			code, _ := e["code"].(string)
+			if !inSpec[code] {
+				t.Errorf("catalog code %q is not in the spec's Codes table", code)
+			}
 			byCode[code] = e
 		}
 		for _, sc := range specCodes {
@@ -145,11 +155,16 @@ func TestPublicEndpoints(t *testing.T) {
 			if st, _ := e["http_status"].(float64); int(st) != sc.status {
 				t.Errorf("catalog %s: http_status %v, want %d (spec Codes table)", sc.code, e["http_status"], sc.status)
 			}
-			if sc.param != "" && e["typical_param"] != sc.param {
-				t.Errorf("catalog %s: typical_param %v, want %q (spec Codes table; DECISIONS 8.2)", sc.code, e["typical_param"], sc.param)
-			}
-			if (sc.code == "route_not_found" || sc.code == "internal_error" || sc.code == "storage_error") && e["typical_param"] != nil {
-				t.Errorf("catalog %s: typical_param %v, want null (the code has no field)", sc.code, e["typical_param"])
+			switch sc.param {
+			case "":
+			case noParam:
+				if e["typical_param"] != nil {
+					t.Errorf("catalog %s: typical_param %v, want null (the code has no field; spec Codes table)", sc.code, e["typical_param"])
+				}
+			default:
+				if e["typical_param"] != sc.param {
+					t.Errorf("catalog %s: typical_param %v, want %q (spec Codes table; DECISIONS 8.2)", sc.code, e["typical_param"], sc.param)
+				}
 			}
 		}
 	})
@@ -164,8 +179,8 @@ func TestPublicEndpoints(t *testing.T) {
 		}
 		body := string(r.Body)
 		for _, sc := range specCodes {
-			if !strings.Contains(body, `id="`+sc.code+`"`) && !strings.Contains(body, `name="`+sc.code+`"`) {
-				t.Errorf("GET /docs/errors: no anchor for %s (spec: /docs/errors#<code>)", sc.code)
+			if !strings.Contains(body, `id="`+sc.code+`"`) {
+				t.Errorf("GET /docs/errors: no anchor id=%q (spec: /docs/errors#<code>)", sc.code)
 			}
 		}
 	})
@@ -204,6 +219,9 @@ func TestPublicEndpoints(t *testing.T) {
 			{name: "GET chat completions", method: "GET", path: "/v1/chat/completions", token: tokAdmin},
 			{name: "PATCH c1 chat", method: "PATCH", path: "/c1/chat", token: tokAdmin, user: "u", body: "{}"},
 			{name: "unknown docs page", method: "GET", path: "/docs/nothing-here"},
+			{name: "PUT chat completions", method: "PUT", path: "/v1/chat/completions", token: tokMember},
+			{name: "models with a trailing slash", method: "GET", path: "/v1/models/", token: tokMember},
+			{name: "unknown family", method: "GET", path: "/c2/chat", token: tokMember},
 		}.with(404, "not_found_error", "route_not_found", noParam, "spec Codes: route_not_found 404 path and method unknown"))
 	})
 
@@ -239,34 +257,6 @@ func TestPublicEndpoints(t *testing.T) {
 		}
 	})
 }
-
-// with fills the expectation fields of every case.
-func (cs errCases) with(status int, typ, code, param, ref string) []errCase {
-	for i := range cs {
-		c := &cs[i]
-		if c.status == 0 {
-			c.status = status
-		}
-		if c.typ == "" {
-			c.typ = typ
-		}
-		if c.code == "" {
-			c.code = code
-		}
-		if c.param == "" {
-			c.param = param
-		}
-		if c.ref == "" {
-			c.ref = ref
-		}
-		if c.method == "" {
-			c.method = "GET"
-		}
-	}
-	return cs
-}
-
-type errCases []errCase
 
 func readyReport(t *testing.T, r *resp) map[string]any {
 	t.Helper()
@@ -358,6 +348,15 @@ func TestReadyz(t *testing.T) {
 		if p := probe(m, "local_backend"); p["configured"] != false {
 			t.Errorf("probes.local_backend = %v, want configured false", p)
 		}
+		r = g.get(t, "/v1/info", tokAdmin, "")
+		wantStatus(t, r, 200, "spec /v1/info")
+		for _, m := range listOf(r.JSON()["models"]) {
+			for _, b := range listOf(m["backends"]) {
+				if b["provider"] == "local" && b["status"] != "unconfigured" {
+					t.Errorf("/v1/info %v local backend with GATEWAY_LOCAL_URL=\"\": status %v, want unconfigured (DECISIONS 2)", m["alias"], b["status"])
+				}
+			}
+		}
 	})
 	t.Run("local hangs: 1 s probe timeout", func(t *testing.T) {
 		t.Parallel()
@@ -368,7 +367,7 @@ func TestReadyz(t *testing.T) {
 		t0 := time.Now()
 		r := g.get(t, "/readyz", "", "")
 		d := time.Since(t0)
-		if d > 2500*time.Millisecond {
+		if d > 1800*time.Millisecond {
 			t.Errorf("readyz with a hanging backend took %v, want about 1 s (spec: 1 s timeout per backend)", d)
 		}
 		wantStatus(t, r, 503, "DECISIONS 8.4: backend that did not answer within 1 s is unconfigured; not ready")
@@ -398,5 +397,110 @@ func TestReadyz(t *testing.T) {
 		} else if b := lastBody(t, router, "/chat/completions"); b["model"] != "lm-4-scout-17b-16e-instruct" {
 			t.Errorf("router got model %v, want the backend's router_alias lm-4-scout-17b-16e-instruct (DECISIONS 2, 8.5)", b["model"])
 		}
+	})
+	t.Run("router url unreachable", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, func(s *setup) { s.Env["GATEWAY_ROUTER_URL"] = refused(t) })
+		r := g.get(t, "/readyz", "", "")
+		wantStatus(t, r, 503, "DECISIONS 8.4: with GATEWAY_ROUTER_URL, router is that router's probe")
+		m := readyReport(t, r)
+		if m["router"] != "unconfigured" || m["ready"] != false {
+			t.Errorf("readyz with an unreachable router %s, want router unconfigured, ready false (DECISIONS 8.4)", r.Body)
+		}
+		if p := probe(m, "router"); p["configured"] != true || p["reachable"] != false {
+			t.Errorf("probes.router %v, want configured true, reachable false", p)
+		}
+	})
+}
+
+func TestWireDetails(t *testing.T) {
+	t.Parallel()
+	g := start(t, nil)
+	t.Run("json content type on success answers", func(t *testing.T) {
+		mustPut := g.do(t, "PUT", "/v1/system-prompts/user", tokMember, "alice", map[string]any{"content": "x"}, nil)
+		answers := []*resp{
+			g.get(t, "/", "", ""), g.get(t, "/healthz", "", ""), g.get(t, "/readyz", "", ""), g.get(t, "/errors", "", ""),
+			g.get(t, "/v1/models", tokMember, ""), g.get(t, "/v1/info", tokMember, ""),
+			g.get(t, "/c1/conversations", tokMember, "alice"), g.get(t, "/v1/memory?visibility=private", tokMember, "alice"),
+			g.get(t, "/v1/memory/usage?visibility=private", tokMember, "alice"), g.get(t, "/v1/tenant/config", tokMember, ""),
+			g.get(t, "/v1/system-prompts/user/versions", tokMember, "alice"), mustPut,
+			g.post(t, "/v1/chat/completions", tokMember, "", chatBody("lm-4-scout", "hi")),
+			g.post(t, "/v1/embeddings", tokMember, "", map[string]any{"model": "lm-embed", "input": "x"}),
+			g.post(t, "/v1/tools/execute", tokMember, "", map[string]any{"inspect": true}),
+			g.get(t, "/v1/images", tokMember, ""),
+			// the paths the spec names exist for a tenant_admin with a user too
+			g.get(t, "/v1/images", tokAdmin, "u1"), g.get(t, "/v1/memory/usage?visibility=private", tokAdmin, "u1"),
+		}
+		for _, r := range answers {
+			if ct := r.Header.Get("Content-Type"); r.Status != 200 || !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("%s: status %d Content-Type %q, want 200 application/json (DECISIONS 8.30)", r.req, r.Status, ct)
+			}
+			if r.Header.Get("X-Request-Id") == "" {
+				t.Errorf("%s: no x-request-id (DECISIONS 5)", r.req)
+			}
+		}
+	})
+	t.Run("stream headers", func(t *testing.T) {
+		b := chatBody("lm-4-scout", "hi")
+		b["stream"] = true
+		r := g.do(t, "POST", "/v1/chat/completions", tokMember, "", b, H{"X-Request-Id": "sse-req-1"})
+		if r.Header.Get("X-Request-Id") != "sse-req-1" || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") || !strings.Contains(r.Header.Get("Cache-Control"), "no-cache") {
+			t.Errorf("SSE answer headers %v: want x-request-id echoed, text/event-stream, Cache-Control no-cache (DECISIONS 5, 8.30)", r.Header)
+		}
+		r = c1(t, g, tokMember, "alice", map[string]any{"message": "hi", "model": "lm-4-scout-local"})
+		if !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") || !strings.Contains(r.Header.Get("Cache-Control"), "no-cache") {
+			t.Errorf("/c1 SSE answer headers %v: want text/event-stream, no-cache (DECISIONS 8.30)", r.Header)
+		}
+	})
+	t.Run("no notice without fallback", func(t *testing.T) {
+		r := g.post(t, "/v1/chat/completions", tokMember, "", chatBody("lm-4-scout", "hi"))
+		if n := r.Header.Get("GW-Notice"); r.Status != 200 || n != "" {
+			t.Errorf("answer from the first backend carries GW-Notice %q (spec Events 2: notices say how the answer came about)", n)
+		}
+		b := chatBody("lm-4-scout", "hi")
+		b["stream"] = true
+		r = g.post(t, "/v1/chat/completions", tokMember, "", b)
+		for _, e := range parseSSE(r.Body) {
+			if e.Event == "gw.notice" {
+				t.Errorf("gw.notice sent without fallback: %s", e.Data)
+			}
+		}
+	})
+	t.Run("bearer scheme case-insensitive", func(t *testing.T) {
+		for _, scheme := range []string{"BEARER", "bearer"} {
+			r := g.do(t, "GET", "/v1/models", "", "", nil, H{"Authorization": scheme + " " + tokMember})
+			wantStatus(t, r, 200, "RFC 7235: the auth-scheme is case-insensitive (spec Authentication 1: Authorization: Bearer)")
+		}
+	})
+	t.Run("lower-case header names on a stream", func(t *testing.T) {
+		req, _ := http.NewRequest("POST", g.Base+"/v1/chat/completions", strings.NewReader(`{"model":"lm-4-scout","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		// set as sent, not canonicalised by Header.Set
+		req.Header["authorization"] = []string{"Bearer " + tokMember}
+		req.Header["x-request-id"] = []string{"lower-case-id"}
+		r := send(t, client, req, "")
+		if r.Status != 200 || r.Header.Get("X-Request-Id") != "lower-case-id" {
+			t.Errorf("%s\n  with header names authorization and x-request-id in lower case: want 200 and x-request-id echoed (HTTP header names are case-insensitive; DECISIONS 5: on SSE answers too)", r)
+		}
+	})
+	t.Run("embeddings passthrough", func(t *testing.T) {
+		r := g.post(t, "/v1/embeddings", tokMember, "", map[string]any{"model": "lm-embed", "input": []string{"a"}, "encoding_format": "base64", "dimensions": 8})
+		if wantStatus(t, r, 200, "embeddings") {
+			up := lastBody(t, g.Local, "/embeddings")
+			if up["encoding_format"] != "base64" || up["dimensions"] != 8.0 {
+				t.Errorf("upstream embeddings body %s: want encoding_format and dimensions passed through (OpenAI clients send encoding_format base64 by default)", mustJSON(up))
+			}
+		}
+	})
+	t.Run("quota Retry-After", func(t *testing.T) {
+		for i := 0; i < 3; i++ {
+			r := g.post(t, "/v1/chat/completions", tokQuota, "", chatBody("lm-4-scout-local", "hi"))
+			if r.Status == 429 {
+				if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+					t.Errorf("model_quota_exhausted without Retry-After seconds (%q) (spec Events 6: Retry-After on quota 429)", r.Header.Get("Retry-After"))
+				}
+				return
+			}
+		}
+		t.Errorf("quota of 2 requests per day not enforced")
 	})
 }

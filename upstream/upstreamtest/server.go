@@ -11,7 +11,6 @@
 package upstreamtest
 
 import (
-	"net"
 	"net/http/httptest"
 	"testing"
 )
@@ -67,15 +66,15 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// RefusedURL returns a base URL on which connections are refused (a local port
-// that was just released).
+// RefusedURL returns a base URL on which connections are refused, for the
+// rest of the test: a local port held by a socket that is bound but not
+// listening, so that no other test can take the port meanwhile.
 func RefusedURL(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, release, err := refusedAddr()
 	if err != nil {
 		t.Fatalf("upstreamtest.RefusedURL: %v", err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	t.Cleanup(release)
 	return "http://" + addr + "/v1"
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/jsonscan"
 )
 
 // DocumentHash returns the content_hash of a document attachment:
@@ -20,24 +21,24 @@ func DocumentHash(content string) string {
 // first shape error.
 func (r *request) walkAttachments(s *scanner, v int) (int, error) {
 	r.attach, r.attachBad = r.attach[:0], nil
-	switch s.b[v] {
+	switch r.b[v] {
 	case '[':
 	case 'n':
-		return s.value(v)
+		return s.Value(v)
 	default:
 		r.badAttachment(errcat.InvalidField, "attachments", "attachments must be an array.")
-		return s.value(v)
+		return s.Value(v)
 	}
-	return s.array(v, func(n, e int) (int, error) {
+	return s.Array(v, func(n, e int) (int, error) {
 		at := "attachments[" + strconv.Itoa(n) + "]"
-		if s.b[e] != '{' {
+		if r.b[e] != '{' {
 			r.badAttachment(errcat.InvalidField, at, at+" must be an object.")
-			return s.value(e)
+			return s.Value(e)
 		}
 		var a attachment
 		var kind span
-		end, err := s.object(e, func(key []byte, e2 int) (int, error) {
-			name := string(key)
+		end, err := s.Object(e, func(k jsonscan.Key, e2 int) (int, error) {
+			name := string(keyName(r.b, k))
 			var field *span
 			switch name {
 			case "kind":
@@ -54,22 +55,22 @@ func (r *request) walkAttachments(s *scanner, v int) (int, error) {
 				field = &a.contentHash
 			default:
 				r.badAttachment(errcat.InvalidField, at+"."+name, "Unknown field "+at+"."+name+".")
-				return s.value(e2)
+				return s.Value(e2)
 			}
-			if s.b[e2] == 'n' && name != "kind" { // null: absent
-				return s.value(e2)
+			if r.b[e2] == 'n' && name != "kind" { // null: absent
+				return s.Value(e2)
 			}
-			if s.b[e2] != '"' {
+			if r.b[e2] != '"' {
 				r.badAttachment(errcat.InvalidField, at+"."+name, at+"."+name+" must be a string.")
-				return s.value(e2)
+				return s.Value(e2)
 			}
-			end, n, err := s.str(e2)
+			end, str, err := s.String(e2)
 			*field = span{e2, end}
 			switch name {
 			case "content":
-				a.contentLen = n
+				a.contentLen = str.Len
 			case "doc_name":
-				a.docNameLen = n
+				a.docNameLen = str.Len
 			}
 			return end, err
 		})
@@ -79,11 +80,11 @@ func (r *request) walkAttachments(s *scanner, v int) (int, error) {
 		switch {
 		case !kind.present():
 			r.badAttachment(errcat.MissingField, at+".kind", at+".kind is required: image or document.")
-		case strIs(s.b[kind.s:kind.e], "image"):
+		case strIs(r.raw(kind), "image"):
 			if !a.url.present() {
 				r.badAttachment(errcat.MissingField, at+".url", "An image attachment needs a url (a base64 data URI).")
 			}
-		case strIs(s.b[kind.s:kind.e], "document"):
+		case strIs(r.raw(kind), "document"):
 			a.document = true
 			if !a.docName.present() {
 				r.badAttachment(errcat.MissingField, at+".doc_name", "A document attachment needs a doc_name.")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/jsonscan"
 	"github.com/chatgw/gateway/upstream"
 )
 
@@ -192,7 +193,7 @@ func validArguments(b []byte, args span) bool {
 	if bytes.IndexByte(inner, '\\') >= 0 {
 		inner = []byte(unquote(raw))
 	}
-	return validJSON(inner)
+	return jsonscan.Valid(inner)
 }
 
 // checkImages checks the content-part images, then the image attachments.

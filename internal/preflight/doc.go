@@ -20,15 +20,16 @@
 //
 // # The body
 //
-// The body is walked once by a validating JSON scanner; only the top-level
-// members, the messages (role, content parts, tool calls) and the attachments are
-// looked into. Every other value, known to OpenAI or not, is kept as the client's
-// bytes and forwarded verbatim. The rewritten body has "model" as its first member
-// ({"model":"<alias>",...}, the upstream router's fast path), then the client's
-// members in their order (a repeated member keeps only its last occurrence, as
-// encoding/json reads it), with messages and max_tokens rewritten when needed and
-// attachments removed. A body that needs no rewrite and already starts with
-// {"model":"<alias>" is returned as is, without a copy.
+// The body is walked once by a validating JSON scanner (internal/jsonscan);
+// only the top-level members, the messages (role, content parts, tool calls)
+// and the attachments are looked into. Every other value, known to OpenAI or
+// not, is kept as the client's bytes and forwarded verbatim. The rewritten body
+// has "model" as its first member ({"model":"<alias>",...}, the upstream
+// router's fast path), then the client's members in their order (a repeated
+// member keeps only its last occurrence, as encoding/json reads it), with
+// messages and max_tokens rewritten when needed and attachments removed. A body
+// that needs no rewrite and already starts with {"model":"<alias>" is returned
+// as is, without a copy.
 //
 // # Checks, in the order they are made
 //

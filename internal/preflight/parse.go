@@ -1,5 +1,7 @@
 package preflight
 
+import "github.com/chatgw/gateway/internal/jsonscan"
+
 // span is the raw bytes b[s:e] of a value; the zero span is an absent value.
 type span struct{ s, e int }
 
@@ -74,33 +76,30 @@ func parse(body []byte, prefix string) (*request, error) {
 		stream: -1, streamOptions: -1, attachments: -1,
 	}
 	r.members, r.msgs = r.membersBuf[:0], r.msgsBuf[:0]
-	s := &scanner{b: body}
-	i := s.ws(0)
+	s := jsonscan.New(body)
+	i := s.Space(0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, errSyntax
 	}
-	end, err := s.object(i, func(key []byte, v int) (int, error) {
-		keySpan := s.key
+	end, err := s.Object(i, func(k jsonscan.Key, v int) (int, error) {
+		key := keyName(body, k)
 		var end int
 		var err error
 		switch string(key) {
 		case "messages":
-			end, err = r.walkMessages(s, v)
+			end, err = r.walkMessages(&s, v)
 		case "attachments":
-			end, err = r.walkAttachments(s, v)
+			end, err = r.walkAttachments(&s, v)
 		default:
-			end, err = s.value(v)
+			end, err = s.Value(v)
 		}
 		if err != nil {
 			return end, err
 		}
-		r.addMember(key, keySpan, span{v, end})
+		r.addMember(key, span{k.Start, k.End}, span{v, end})
 		return end, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if s.ws(end) != len(body) {
+	if err != nil || s.Space(end) != len(body) {
 		return nil, errSyntax
 	}
 	return r, nil
@@ -140,14 +139,14 @@ func (r *request) walkMessages(s *scanner, v int) (int, error) {
 	// A repeated messages member replaces the earlier one.
 	r.msgs, r.msgsBad, r.toolArgs = r.msgs[:0], false, r.toolArgs[:0]
 	r.images = r.images[:0]
-	if s.b[v] != '[' {
+	if r.b[v] != '[' {
 		r.msgsBad = true
-		return s.value(v)
+		return s.Value(v)
 	}
-	end, err := s.array(v, func(_, e int) (int, error) {
-		if s.b[e] != '{' {
+	end, err := s.Array(v, func(_, e int) (int, error) {
+		if r.b[e] != '{' {
 			r.msgsBad = true
-			return s.value(e)
+			return s.Value(e)
 		}
 		return r.walkMessage(s, e)
 	})
@@ -161,11 +160,11 @@ func (r *request) walkMessages(s *scanner, v int) (int, error) {
 func (r *request) walkMessage(s *scanner, v int) (int, error) {
 	m := message{}
 	roleOK := false
-	end, err := s.object(v, func(key []byte, e int) (int, error) {
-		switch string(key) {
+	end, err := s.Object(v, func(k jsonscan.Key, e int) (int, error) {
+		switch string(keyName(r.b, k)) {
 		case "role":
-			end, err := s.value(e)
-			raw := s.b[e:end]
+			end, err := s.Value(e)
+			raw := r.b[e:end]
 			for _, role := range validRoles {
 				if strIs(raw, role) {
 					roleOK = true
@@ -182,7 +181,7 @@ func (r *request) walkMessage(s *scanner, v int) (int, error) {
 			m.textBytes += end - e
 			return end, err
 		default:
-			end, err := s.value(e)
+			end, err := s.Value(e)
 			m.textBytes += end - e
 			return end, err
 		}
@@ -197,24 +196,24 @@ func (r *request) walkMessage(s *scanner, v int) (int, error) {
 
 // walkContent walks a message content: a string, null, or an array of parts.
 func (r *request) walkContent(s *scanner, v int, m *message) (int, error) {
-	switch s.b[v] {
+	switch r.b[v] {
 	case '"':
-		end, n, err := s.str(v)
-		m.textBytes += n
+		end, str, err := s.String(v)
+		m.textBytes += str.Len
 		return end, err
 	case 'n':
-		return s.value(v)
+		return s.Value(v)
 	case '[':
-		return s.array(v, func(_, e int) (int, error) {
-			if s.b[e] != '{' {
+		return s.Array(v, func(_, e int) (int, error) {
+			if r.b[e] != '{' {
 				r.msgsBad = true
-				return s.value(e)
+				return s.Value(e)
 			}
 			return r.walkPart(s, e, m)
 		})
 	default:
 		r.msgsBad = true
-		return s.value(v)
+		return s.Value(v)
 	}
 }
 
@@ -222,46 +221,46 @@ func (r *request) walkContent(s *scanner, v int, m *message) (int, error) {
 func (r *request) walkPart(s *scanner, v int, m *message) (int, error) {
 	var typ, url span
 	text, hasImageURL := 0, false
-	end, err := s.object(v, func(key []byte, e int) (int, error) {
-		switch string(key) {
+	end, err := s.Object(v, func(k jsonscan.Key, e int) (int, error) {
+		switch string(keyName(r.b, k)) {
 		case "type":
-			end, err := s.value(e)
+			end, err := s.Value(e)
 			typ = span{e, end}
 			return end, err
 		case "text":
-			if s.b[e] == '"' {
-				end, n, err := s.str(e)
-				text += n
+			if r.b[e] == '"' {
+				end, str, err := s.String(e)
+				text += str.Len
 				return end, err
 			}
-			end, err := s.value(e)
+			end, err := s.Value(e)
 			text += end - e
 			return end, err
 		case "image_url":
 			hasImageURL = true
-			switch s.b[e] {
+			switch r.b[e] {
 			case '"': // a bare URL string, accepted by some servers: checked too
-				end, _, err := s.str(e)
+				end, _, err := s.String(e)
 				url = span{e, end}
 				return end, err
 			case '{':
-				return s.object(e, func(key []byte, e2 int) (int, error) {
-					end, err := s.value(e2)
-					if string(key) == "url" && s.b[e2] == '"' {
+				return s.Object(e, func(k jsonscan.Key, e2 int) (int, error) {
+					end, err := s.Value(e2)
+					if string(keyName(r.b, k)) == "url" && r.b[e2] == '"' {
 						url = span{e2, end}
 					}
 					return end, err
 				})
 			default:
-				return s.value(e)
+				return s.Value(e)
 			}
 		default:
-			end, err := s.value(e)
+			end, err := s.Value(e)
 			text += end - e
 			return end, err
 		}
 	})
-	if typ.present() && strIs(s.b[typ.s:typ.e], "image_url") {
+	if typ.present() && strIs(r.raw(typ), "image_url") {
 		if !url.present() {
 			r.msgsBad = true
 			return end, err
@@ -279,27 +278,27 @@ func (r *request) walkPart(s *scanner, v int, m *message) (int, error) {
 
 // walkToolCalls walks an assistant's tool_calls and records each arguments.
 func (r *request) walkToolCalls(s *scanner, v int) (int, error) {
-	switch s.b[v] {
+	switch r.b[v] {
 	case 'n':
-		return s.value(v)
+		return s.Value(v)
 	case '[':
 	default:
 		r.msgsBad = true
-		return s.value(v)
+		return s.Value(v)
 	}
-	return s.array(v, func(_, e int) (int, error) {
-		if s.b[e] != '{' {
+	return s.Array(v, func(_, e int) (int, error) {
+		if r.b[e] != '{' {
 			r.msgsBad = true
-			return s.value(e)
+			return s.Value(e)
 		}
 		var args span
-		end, err := s.object(e, func(key []byte, e2 int) (int, error) {
-			if string(key) != "function" || s.b[e2] != '{' {
-				return s.value(e2)
+		end, err := s.Object(e, func(k jsonscan.Key, e2 int) (int, error) {
+			if string(keyName(r.b, k)) != "function" || r.b[e2] != '{' {
+				return s.Value(e2)
 			}
-			return s.object(e2, func(key []byte, e3 int) (int, error) {
-				end, err := s.value(e3)
-				if string(key) == "arguments" {
+			return s.Object(e2, func(k jsonscan.Key, e3 int) (int, error) {
+				end, err := s.Value(e3)
+				if string(keyName(r.b, k)) == "arguments" {
 					args = span{e3, end}
 				}
 				return end, err

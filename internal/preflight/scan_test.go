@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/chatgw/gateway/internal/jsonscan"
 )
 
 var jsonCorpus = []string{
@@ -17,8 +19,8 @@ var jsonCorpus = []string{
 
 func TestValidJSONMatchesEncodingJSON(t *testing.T) {
 	for _, in := range jsonCorpus {
-		if got, want := validJSON([]byte(in)), json.Valid([]byte(in)); got != want {
-			t.Errorf("validJSON(%q) = %v, want %v", in, got, want)
+		if got, want := jsonscan.Valid([]byte(in)), json.Valid([]byte(in)); got != want {
+			t.Errorf("jsonscan.Valid(%q) = %v, want %v", in, got, want)
 		}
 	}
 }
@@ -29,10 +31,10 @@ func TestStringLength(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &s); err != nil {
 			t.Fatal(err)
 		}
-		sc := scanner{b: []byte(in)}
-		end, n, err := sc.str(0)
-		if err != nil || end != len(in) || n != len(s) {
-			t.Errorf("str(%s) = %d, %d, %v; want %d, %d (%d runes)", in, end, n, err, len(in), len(s), utf8.RuneCountInString(s))
+		sc := jsonscan.New([]byte(in))
+		end, str, err := sc.String(0)
+		if n := str.Len; err != nil || end != len(in) || n != len(s) {
+			t.Errorf("String(%s) = %d, %d, %v; want %d, %d (%d runes)", in, end, n, err, len(in), len(s), utf8.RuneCountInString(s))
 		}
 	}
 }
@@ -56,8 +58,26 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add(in)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		if got, want := validJSON([]byte(in)), json.Valid([]byte(in)); got != want {
-			t.Errorf("validJSON(%q) = %v, want %v", in, got, want)
+		if got, want := jsonscan.Valid([]byte(in)), json.Valid([]byte(in)); got != want {
+			t.Errorf("jsonscan.Valid(%q) = %v, want %v", in, got, want)
 		}
 	})
+}
+
+// TestParsePrefixes cuts a body with messages, content parts, tool calls and
+// attachments at every byte: each cut is invalid JSON, and parse must say so
+// (it used to index past the end when a body stopped after a key's colon).
+func TestParsePrefixes(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":[{"type":"text","text":"hi"},` +
+		`{"type":"image_url","image_url":{"url":"data:x"}}]},` +
+		`{"role":"assistant","tool_calls":[{"function":{"arguments":"{}"}}]}],` +
+		`"attachments":[{"kind":"document","doc_name":"a","content":"b"}],"model":"m"}`
+	if _, err := parse([]byte(body), ""); err != nil {
+		t.Fatalf("parse(whole body) = %v", err)
+	}
+	for n := range len(body) {
+		if _, err := parse([]byte(body[:n]), ""); err != errSyntax {
+			t.Errorf("parse(%s) = %v, want errSyntax", body[:n], err)
+		}
+	}
 }

@@ -117,3 +117,22 @@ func BenchmarkCaptureChunk(b *testing.B) {
 		}
 	})
 }
+
+// TestFastChunkSkipsUnreadStrings: \u escapes and invalid UTF-8 send a chunk
+// to json.Unmarshal only in the strings the capture reads; elsewhere
+// (ignored members, usage kept verbatim) they are only validated.
+func TestFastChunkSkipsUnreadStrings(t *testing.T) {
+	for _, d := range []string{
+		`{"id":"c","system_fingerprint":"fp_\u00e9","choices":[{"index":0,"delta":{"content":"x"},"logprobs":{"t":"\ud83d\ude00"}}]}`,
+		"{\"id\":\"c\",\"x\xff\":\"bad \xfe utf8\",\"choices\":[],\"usage\":{\"note\":\"\xff\"}}",
+	} {
+		var f fastChunk
+		if !f.parse(d) {
+			t.Errorf("fast path gave up on %q", d)
+		}
+		fast, slow := captureBoth(d)
+		if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(Capture{}), ignoreScratch); diff != "" {
+			t.Errorf("chunk %q: capture mismatch (-json +fast):\n%s", d, diff)
+		}
+	}
+}

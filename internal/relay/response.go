@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/jsonscan"
 	"github.com/chatgw/gateway/upstream"
 	sse "github.com/tmaxmax/go-sse"
 )
@@ -247,21 +248,13 @@ func setApplied(h http.Header, applied string) {
 // isErrorObject reports whether b is a JSON object whose first member is
 // "error", the shape OpenAI-compatible servers use for errors.
 func isErrorObject(b string) bool {
-	i := 0
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
+	s := jsonscan.New(b)
+	i := s.Space(0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i++
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return strings.HasPrefix(b[i:], `"error"`)
+	return strings.HasPrefix(b[s.Space(i+1):], `"error"`)
 }
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // keepalive sends ": keepalive" after an interval without events. It is a
 // timer whose function runs only when the interval passes, not a goroutine

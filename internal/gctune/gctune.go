@@ -5,7 +5,7 @@
 // A gateway's live heap is a few megabytes while it allocates tens of
 // kilobytes per request, so at a few thousand requests per second it collects
 // many times a second, and the collections' assists and CPU show in the
-// latency tail. Tune raises the GC percentage after every collection so that
+// latency tail. Start raises the GC percentage after every collection so that
 // the goal is at least the live heap plus a fixed headroom, and leaves the
 // percentage at its base once the live heap is large, where the headroom is
 // already there and memory, not GC frequency, is the concern. A memory limit

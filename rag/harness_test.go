@@ -1,0 +1,284 @@
+package rag_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/rag"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/store/memstore"
+	"github.com/chatgw/gateway/tools"
+	"github.com/google/go-cmp/cmp"
+	"github.com/julienschmidt/httprouter"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// env is a rag Service behind the routes the root wires, with a stand-in for
+// the root's auth middleware: the tenant comes from the test's request.
+type env struct {
+	t   *testing.T
+	st  *memstore.Store
+	clk *clock.Fake
+	svc *rag.Service
+	reg *tools.Registry
+	h   http.Handler
+	// deny lists scopes the next requests' principal is denied.
+	deny []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	return newEnvOver(t, st, st, clock.NewFake(t0))
+}
+
+// newEnvOver builds a fresh Service over s (st is the memstore under it, for
+// failure injection).
+func newEnvOver(t *testing.T, st *memstore.Store, s store.Store, clk *clock.Fake) *env {
+	t.Helper()
+	e := &env{t: t, st: st, clk: clk}
+	e.svc = rag.New(rag.Config{Store: s, Clock: clk})
+	reg, err := tools.NewRegistry(e.svc.Tool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.reg = reg
+	r := httprouter.New()
+	for _, rt := range []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		// The route list of the report, as the root wires it.
+		{"GET", "/a1/rag/indices", e.svc.ListIndices},
+		{"POST", "/a1/rag/indices/:id/documents", e.svc.ReplaceDocuments},
+		{"POST", "/a1/rag/indices/:id/documents/append", e.svc.AppendDocuments},
+		{"GET", "/a1/rag/indices/:id/documents", e.svc.ListDocuments},
+		{"GET", "/a1/rag/indices/:id/documents/:doc_id", e.svc.GetDocument},
+		{"DELETE", "/a1/rag/indices/:id/documents/:doc_id", e.svc.DeleteDocument},
+		{"GET", "/a1/rag/indices/:id/search", e.svc.SearchHTTP},
+		{"POST", "/v1/tools/execute", reg.Execute},
+	} {
+		r.Handler(rt.method, rt.path, rt.h)
+	}
+	e.h = r
+	return e
+}
+
+// req is one request: tenant "" means acme.
+type req struct {
+	method, path string
+	tenant       string
+	body         any // string sent verbatim, anything else as JSON
+}
+
+// newRequest builds q as the root's middleware hands it to a handler: with a
+// principal of the tenant that denies the scopes deny.
+func newRequest(q req, deny []string) (*http.Request, error) {
+	var body []byte
+	switch b := q.body.(type) {
+	case nil:
+	case string:
+		body = []byte(b)
+	default:
+		var err error
+		if body, err = json.Marshal(b); err != nil {
+			return nil, fmt.Errorf("body of %s %s: %w", q.method, q.path, err)
+		}
+	}
+	r := httptest.NewRequest(q.method, q.path, bytes.NewReader(body))
+	return r.WithContext(auth.NewContext(r.Context(), principal(q.tenant, deny))), nil
+}
+
+// principal is a member token of tenant ("" means acme) denied deny.
+func principal(tenant string, deny []string) *auth.Principal {
+	if tenant == "" {
+		tenant = "acme"
+	}
+	return &auth.Principal{Tenant: &auth.Tenant{ID: tenant}, Role: auth.RoleMember, Deny: deny}
+}
+
+// do sends q and returns the status and the decoded JSON body.
+func (e *env) do(q req) (int, any) {
+	e.t.Helper()
+	r, err := newRequest(q, e.deny)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		e.t.Fatalf("%s %s: Content-Type %q", q.method, q.path, ct)
+	}
+	var out any
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+		e.t.Fatalf("%s %s: body %q: %v", q.method, q.path, w.Body.String(), err)
+	}
+	return w.Code, out
+}
+
+// ok sends q, wants 200 and returns the body.
+func (e *env) ok(q req) any {
+	e.t.Helper()
+	status, out := e.do(q)
+	if status != http.StatusOK {
+		e.t.Fatalf("%s %s: status %d, want 200; body %v", q.method, q.path, status, out)
+	}
+	return out
+}
+
+// apiErr is the part of an error envelope the tests compare.
+type apiErr struct {
+	Status      int
+	Code, Param string
+}
+
+// errOf returns the error of an answer, or the zero apiErr for a 200.
+func errOf(status int, body any) apiErr {
+	if status == http.StatusOK {
+		return apiErr{}
+	}
+	e, _ := field(body, "error").(map[string]any)
+	code, _ := e["code"].(string)
+	param, _ := e["param"].(string)
+	return apiErr{Status: status, Code: code, Param: param}
+}
+
+// wantErr builds the expected apiErr of code, with the catalog's status.
+func wantErr(code errcat.Code, param string) apiErr {
+	return apiErr{Status: errcat.Lookup(code).HTTPStatus, Code: string(code), Param: param}
+}
+
+// fails sends q and compares its error with want.
+func (e *env) fails(q req, want apiErr) {
+	e.t.Helper()
+	status, body := e.do(q)
+	if diff := cmp.Diff(want, errOf(status, body)); diff != "" {
+		e.t.Errorf("%s %s error mismatch (-want +got):\n%s", q.method, q.path, diff)
+	}
+}
+
+// run runs f as the subtest name of t, with e reporting to the subtest while
+// it runs.
+func (e *env) run(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		parent := e.t
+		e.t = t
+		defer func() { e.t = parent }()
+		f(t)
+	})
+}
+
+// doc is a document of a write body; metadata nil sends none.
+func doc(id, text string, metadata map[string]any) map[string]any {
+	d := map[string]any{"doc_id": id, "text": text}
+	if metadata != nil {
+		d["metadata"] = metadata
+	}
+	return d
+}
+
+func docs(ds ...map[string]any) map[string]any { return map[string]any{"documents": ds} }
+
+func replaceReq(tenant, index string, ds ...map[string]any) req {
+	return req{method: "POST", path: "/a1/rag/indices/" + index + "/documents", tenant: tenant, body: docs(ds...)}
+}
+
+func appendReq(tenant, index string, ds ...map[string]any) req {
+	return req{method: "POST", path: "/a1/rag/indices/" + index + "/documents/append", tenant: tenant, body: docs(ds...)}
+}
+
+func getReq(tenant, path string) req { return req{method: "GET", path: path, tenant: tenant} }
+
+// replace writes ds as the whole index and returns the answer.
+func (e *env) replace(tenant, index string, ds ...map[string]any) any {
+	e.t.Helper()
+	return e.ok(replaceReq(tenant, index, ds...))
+}
+
+// appendDocs appends ds to the index and returns the answer.
+func (e *env) appendDocs(tenant, index string, ds ...map[string]any) any {
+	e.t.Helper()
+	return e.ok(appendReq(tenant, index, ds...))
+}
+
+// docIDs returns the doc_ids GET .../documents lists.
+func (e *env) docIDs(tenant, index string) []string {
+	e.t.Helper()
+	out := []string{}
+	for _, d := range data(e.ok(getReq(tenant, "/a1/rag/indices/"+index+"/documents"))) {
+		out = append(out, field(d, "doc_id").(string))
+	}
+	return out
+}
+
+// search returns the hits of a search as "doc_id#chunk_index".
+func (e *env) search(tenant, index, query string) []string {
+	e.t.Helper()
+	return hitIDs(e.ok(getReq(tenant, "/a1/rag/indices/"+index+"/search?"+query)))
+}
+
+func hitIDs(list any) []string {
+	out := []string{}
+	for _, h := range data(list) {
+		out = append(out, fmt.Sprintf("%s#%v", field(h, "doc_id"), field(h, "chunk_index")))
+	}
+	return out
+}
+
+// tool executes rag_search through POST /v1/tools/execute.
+func (e *env) tool(tenant string, args any) (int, any) {
+	e.t.Helper()
+	return e.do(req{method: "POST", path: "/v1/tools/execute", tenant: tenant,
+		body: map[string]any{"name": "rag_search", "arguments": args}})
+}
+
+// field returns m[key] of a JSON object.
+func field(v any, key string) any {
+	m, _ := v.(map[string]any)
+	return m[key]
+}
+
+// data returns the data array of a list answer.
+func data(list any) []any {
+	d, _ := field(list, "data").([]any)
+	return d
+}
+
+func diffT(t *testing.T, what string, want, got any, opts ...cmp.Option) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, opts...); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
+	}
+}
+
+// snapshot is what the API shows of an index: the list of indices, the
+// index's documents with their texts, and a search, so that tests can check
+// that a failed write changed nothing.
+func (e *env) snapshot(tenant, index, query string) map[string]any {
+	e.t.Helper()
+	out := map[string]any{"indices": e.ok(getReq(tenant, "/a1/rag/indices"))}
+	status, docs := e.do(getReq(tenant, "/a1/rag/indices/"+index+"/documents"))
+	out["documents"] = docs
+	if status == http.StatusOK {
+		var texts []any
+		for _, d := range data(docs) {
+			texts = append(texts, e.ok(getReq(tenant, "/a1/rag/indices/"+index+"/documents/"+field(d, "doc_id").(string))))
+		}
+		out["texts"] = texts
+		out["search"] = e.ok(getReq(tenant, "/a1/rag/indices/"+index+"/search?k=50&q="+query))
+	}
+	return out
+}
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }

@@ -1,0 +1,109 @@
+package rag_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/tools"
+)
+
+func TestToolDescription(t *testing.T) {
+	e := newEnv(t)
+	tool := e.svc.Tool()
+	diffT(t, "name", "rag_search", tool.Name)
+	diffT(t, "scope", "rag:read", tool.Scope)
+	var schema map[string]any
+	if err := json.Unmarshal(tool.Parameters, &schema); err != nil {
+		t.Fatal(err)
+	}
+	diffT(t, "required", []any{"index", "query"}, schema["required"])
+	props, _ := schema["properties"].(map[string]any)
+	diffT(t, "types", map[string]any{"index": "string", "query": "string", "k": "integer"},
+		map[string]any{"index": field(props["index"], "type"), "query": field(props["query"], "type"), "k": field(props["k"], "type")})
+}
+
+func TestToolMatchesSearchEndpoint(t *testing.T) {
+	e := newEnv(t)
+	corpus(e, "", "kb")
+	for _, tc := range []struct {
+		args  map[string]any
+		query string
+	}{
+		{map[string]any{"index": "kb", "query": "the cat"}, "q=the+cat"},
+		{map[string]any{"index": "kb", "query": "the cat", "k": 2}, "q=the+cat&k=2"},
+		{map[string]any{"index": "kb", "query": "mat"}, "q=mat"},
+		{map[string]any{"index": "kb", "query": "unicorn"}, "q=unicorn"},
+	} {
+		want := e.ok(getReq("", "/a1/rag/indices/kb/search?"+tc.query))
+		status, got := e.tool("", tc.args)
+		diffT(t, "status", http.StatusOK, status)
+		diffT(t, "answer of "+tc.query, want, got)
+	}
+	// Arguments as a JSON string, as OpenAI's function.arguments.
+	want := e.ok(getReq("", "/a1/rag/indices/kb/search?q=cat"))
+	status, got := e.tool("", `{"index":"kb","query":"cat"}`)
+	diffT(t, "status", http.StatusOK, status)
+	diffT(t, "string arguments", want, got)
+}
+
+func TestToolErrors(t *testing.T) {
+	e := newEnv(t)
+	corpus(e, "", "kb")
+	tests := []struct {
+		name string
+		args any
+		want apiErr
+	}{
+		{"no index", map[string]any{"query": "cat"}, wantErr(errcat.MissingField, "arguments.index")},
+		{"empty index", map[string]any{"index": "", "query": "cat"}, wantErr(errcat.InvalidField, "arguments.index")},
+		{"index a number", map[string]any{"index": 3, "query": "cat"}, wantErr(errcat.InvalidField, "arguments.index")},
+		{"no query", map[string]any{"index": "kb"}, wantErr(errcat.MissingField, "arguments.query")},
+		{"blank query", map[string]any{"index": "kb", "query": " "}, wantErr(errcat.InvalidField, "arguments.query")},
+		{"k zero", map[string]any{"index": "kb", "query": "cat", "k": 0}, wantErr(errcat.InvalidField, "arguments.k")},
+		{"k over max", map[string]any{"index": "kb", "query": "cat", "k": 51}, wantErr(errcat.InvalidField, "arguments.k")},
+		{"k a string", map[string]any{"index": "kb", "query": "cat", "k": "3"}, wantErr(errcat.InvalidField, "arguments.k")},
+		{"k a fraction", map[string]any{"index": "kb", "query": "cat", "k": 2.5}, wantErr(errcat.InvalidField, "arguments.k")},
+		{"unknown argument", map[string]any{"index": "kb", "query": "cat", "top": 3}, wantErr(errcat.InvalidField, "arguments.top")},
+		{"unknown index", map[string]any{"index": "nope", "query": "cat"}, wantErr(errcat.IndexNotFound, "id")},
+		{"invalid index id", map[string]any{"index": "../kb", "query": "cat"}, wantErr(errcat.IndexNotFound, "id")},
+	}
+	for _, tc := range tests {
+		e.run(t, tc.name, func(t *testing.T) {
+			status, body := e.tool("", tc.args)
+			diffT(t, "error", tc.want, errOf(status, body))
+		})
+	}
+
+	e.deny = []string{"rag:read"}
+	status, body := e.tool("", map[string]any{"index": "kb", "query": "cat"})
+	diffT(t, "without rag:read", wantErr(errcat.Forbidden, ""), errOf(status, body))
+}
+
+func TestToolRunTenantFromCall(t *testing.T) {
+	e := newEnv(t)
+	corpus(e, "acme", "kb")
+	ctx := context.Background()
+	args := json.RawMessage(`{"index":"kb","query":"bird"}`)
+	out, err := e.reg.Run(ctx, "rag_search", tools.Call{TenantID: "acme", Principal: principal("acme", nil), Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(out)
+	var got any
+	_ = json.Unmarshal(b, &got)
+	diffT(t, "hits", []string{"d4#0"}, hitIDs(got))
+
+	// Without a principal (scopes already checked by the caller), the tenant
+	// of the call still decides.
+	_, err = e.reg.Run(ctx, "rag_search", tools.Call{TenantID: "globex", Arguments: args})
+	diffT(t, "other tenant", errcat.IndexNotFound, errcat.CodeOf(err))
+	// A call without TenantID falls back to the principal's tenant.
+	if _, err = e.reg.Run(ctx, "rag_search", tools.Call{Principal: principal("acme", nil), Arguments: args}); err != nil {
+		t.Errorf("tenant from principal: %v", err)
+	}
+	_, err = e.reg.Run(ctx, "rag_search", tools.Call{Arguments: args})
+	diffT(t, "no tenant", errcat.InternalError, errcat.CodeOf(err))
+}

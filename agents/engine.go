@@ -1,0 +1,546 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/tools"
+	"github.com/chatgw/gateway/upstream"
+	sse "github.com/tmaxmax/go-sse"
+)
+
+// maxEventSize bounds one upstream SSE event read by the tool loop (as the
+// relay does).
+const maxEventSize = 1 << 20
+
+// run is one agent chat: who asks, at which depth, and what it produced.
+type run struct {
+	agent     *Agent
+	principal *auth.Principal
+	user      string
+	depth     int
+	stream    bool
+	requestID string
+	consent   string // GW-Cloud-Consent of the request, or ""
+
+	notices  []relay.Notice
+	fallback *upstream.Response // the last round answered by a fallback backend
+	applied  string
+	alias    string
+}
+
+// final is the answer of the last round, to relay to the client.
+type final struct {
+	// resp is the upstream answer; its Body replays what the loop already read
+	// followed by the rest of the upstream body.
+	resp *upstream.Response
+	// text is the reply's content when the loop read the whole answer (every
+	// non-streaming chat), "" otherwise.
+	text string
+}
+
+// roundBody is the upstream request of one round.
+type roundBody struct {
+	Model    string            `json:"model"`
+	Messages []json.RawMessage `json:"messages"`
+	Stream   bool              `json:"stream"`
+	Tools    []toolDef         `json:"tools,omitempty"`
+}
+
+// toolDef is an OpenAI function-tool definition.
+type toolDef struct {
+	Type     string      `json:"type"`
+	Function toolDefFunc `json:"function"`
+}
+
+type toolDefFunc struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// converse runs the agent's tool loop over msgs (OpenAI chat messages without
+// the agent's system prompt) and returns the last round's answer. Every error
+// is an *errcat.Error: the pre-flight checks' (on the first round's body), or
+// an upstream failure mapped as on /v1.
+func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage) (*final, error) {
+	a := rn.agent
+	defs := s.toolDefs(a)
+	var first []json.RawMessage
+	if sp := a.systemPrompt(); sp != "" {
+		first = append(first, textMessage("system", sp))
+	}
+	first = append(first, msgs...)
+	body, err := json.Marshal(roundBody{Model: a.Model, Messages: first, Stream: rn.stream, Tools: defs})
+	if err != nil {
+		return nil, errcat.Internal(err)
+	}
+	req := &preflight.Request{
+		Body:         body,
+		Tenant:       rn.principal.Tenant,
+		Catalog:      s.catalog,
+		ParamPrefix:  "body.",
+		CloudConsent: rn.consent,
+	}
+	if rn.user != "" && s.inject != nil {
+		tenant, user := rn.principal.Tenant.ID, rn.user
+		req.System = func(ctx context.Context) (string, error) {
+			text, err := s.inject(ctx, tenant, user)
+			if err != nil {
+				return "", errcat.As(err)
+			}
+			return text, nil
+		}
+	}
+	pf, err := preflight.Check(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	rn.applied, rn.alias = pf.Applied(), pf.Model.Alias
+	var checked struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(pf.Body, &checked); err != nil {
+		return nil, errcat.Internal(fmt.Errorf("agents: checked body: %w", err))
+	}
+	history := checked.Messages
+
+	maxRounds := a.maxRounds()
+	stripped := map[string]bool{}
+	forceFinal := false
+	for rounds := 0; ; {
+		withTools := len(defs) > 0 && !forceFinal
+		if withTools && rounds >= maxRounds {
+			withTools = false
+			rn.notices = append(rn.notices, relay.Notice{Code: relay.NoticeToolLoopCapped, Message: fmt.Sprintf(
+				"The tool loop of agent %s reached its cap of %d rounds; the answer was made without further tool calls.", a.Name, maxRounds)})
+		}
+		ans, err := s.round(ctx, rn, history, withTools, defs)
+		if err != nil {
+			return nil, err
+		}
+		if ans.final != nil {
+			return ans.final, nil
+		}
+		var kept []relay.ToolCall
+		for _, c := range ans.calls {
+			if a.hasTool(c.Function.Name) {
+				kept = append(kept, c)
+				continue
+			}
+			if !stripped[c.Function.Name] {
+				if len(stripped) == 0 {
+					rn.notices = append(rn.notices, relay.Notice{Code: relay.NoticeToolCallStripped})
+				}
+				stripped[c.Function.Name] = true
+			}
+		}
+		if len(stripped) > 0 {
+			rn.notices[indexOf(rn.notices, relay.NoticeToolCallStripped)].Message = strippedMessage(a.Name, stripped)
+		}
+		if len(kept) == 0 {
+			// Only calls of tools the agent does not list: ask again without
+			// tools, so that the model answers in text.
+			forceFinal = true
+			continue
+		}
+		rounds++
+		for i := range kept {
+			if kept[i].ID == "" {
+				kept[i].ID = fmt.Sprintf("call_%d_%d", rounds, i)
+			}
+			kept[i].Type = "function"
+		}
+		results := make([]json.RawMessage, len(kept))
+		for i, c := range kept {
+			results[i] = s.execute(ctx, rn, c)
+			if strings.TrimSpace(c.Function.Arguments) == "" || !validArgs(c.Function.Arguments) {
+				// Strict backends reject a replayed call whose arguments are
+				// not a JSON object; the tool result reports the error.
+				kept[i].Function.Arguments = "{}"
+			}
+		}
+		history = append(history, assistantToolMessage(ans.content, kept))
+		history = append(history, results...)
+	}
+}
+
+// strippedMessage is the message of the tool_call_stripped notice.
+func strippedMessage(agent string, names map[string]bool) string {
+	list := make([]string, 0, len(names))
+	for n := range names {
+		list = append(list, n)
+	}
+	slices.Sort(list)
+	return fmt.Sprintf("The model called %s, which agent %s does not list; those calls were not executed.",
+		strings.Join(list, ", "), agent)
+}
+
+func indexOf(ns []relay.Notice, code string) int {
+	for i, n := range ns {
+		if n.Code == code {
+			return i
+		}
+	}
+	return -1
+}
+
+// toolDefs returns the agent's registered tools as OpenAI tool definitions, in
+// the agent's order.
+func (s *Service) toolDefs(a *Agent) []toolDef {
+	var defs []toolDef
+	for _, name := range a.Tools {
+		t, ok := s.tools.Lookup(name)
+		if !ok {
+			continue
+		}
+		params := t.Parameters
+		if params == nil {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		defs = append(defs, toolDef{Type: "function", Function: toolDefFunc{Name: t.Name, Description: t.Description, Parameters: params}})
+	}
+	return defs
+}
+
+// answer is the outcome of one round: a final answer to relay, or the tool
+// calls of the model with the text that came with them.
+type answer struct {
+	final   *final
+	content string
+	calls   []relay.ToolCall
+}
+
+// round makes one upstream call. Without tools, a streaming round is final at
+// once and relayed live. Otherwise the answer is read until it is known to be
+// a tool call (read whole) or a text answer (handed over, with what was read
+// replayed first).
+func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage, withTools bool, defs []toolDef) (*answer, error) {
+	b := roundBody{Model: rn.alias, Messages: history, Stream: rn.stream}
+	if withTools {
+		b.Tools = defs
+	}
+	body, err := json.Marshal(b)
+	if err != nil {
+		return nil, errcat.Internal(err)
+	}
+	resp, err := s.upstream.Do(ctx, &upstream.Request{
+		Alias:     rn.alias,
+		Path:      "/chat/completions",
+		Body:      body,
+		Stream:    rn.stream,
+		RequestID: rn.requestID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Fallback {
+		rn.fallback = resp
+	}
+	if isSSE(resp.Header, rn.stream) {
+		if !withTools {
+			return &answer{final: &final{resp: resp}}, nil
+		}
+		return peekStream(resp)
+	}
+	return readJSON(resp, withTools)
+}
+
+// readJSON reads a whole JSON answer.
+func readJSON(resp *upstream.Response, withTools bool) (*answer, error) {
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return nil, readFailure(err)
+	case !json.Valid(b):
+		return nil, readFailure(errors.New("agents: upstream answer is not JSON"))
+	case isErrorObject(b):
+		return nil, readFailure(fmt.Errorf("agents: upstream answered an error object: %.512s", b))
+	}
+	var cp completion
+	_ = json.Unmarshal(b, &cp)
+	var msg completionMessage
+	for _, c := range cp.Choices {
+		if c.Index == 0 {
+			msg = c.Message
+		}
+	}
+	content := contentText(msg.Content)
+	if withTools && len(msg.ToolCalls) > 0 {
+		return &answer{content: content, calls: msg.ToolCalls}, nil
+	}
+	replay := *resp
+	replay.Body = io.NopCloser(bytes.NewReader(b))
+	return &answer{final: &final{resp: &replay, text: content}}, nil
+}
+
+// peekStream reads a streamed answer until its first content or tool-call
+// delta. Content first: the answer is final, and the stream is handed over
+// with the bytes read so far replayed. A tool call: the stream is read to its
+// end and the calls returned. Nothing reached the client yet, so a failure is
+// still an ordinary error answer.
+func peekStream(resp *upstream.Response) (*answer, error) {
+	var rec bytes.Buffer
+	tee := io.TeeReader(resp.Body, &rec)
+	var (
+		acc    toolAccumulator
+		text   strings.Builder
+		isTool bool
+		done   bool
+	)
+	for ev, err := range sse.Read(tee, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
+		if err != nil {
+			resp.Body.Close()
+			return nil, readFailure(err)
+		}
+		if ev.Type != "" || ev.Data == "" {
+			continue
+		}
+		if ev.Data == "[DONE]" {
+			done = true
+			break
+		}
+		if isErrorObject([]byte(ev.Data)) {
+			resp.Body.Close()
+			return nil, readFailure(fmt.Errorf("agents: upstream sent an error event: %.512s", ev.Data))
+		}
+		var ch streamChunk
+		if json.Unmarshal([]byte(ev.Data), &ch) != nil {
+			continue
+		}
+		for _, c := range ch.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			if len(c.Delta.ToolCalls) > 0 {
+				isTool = true
+				acc.add(c.Delta.ToolCalls)
+			}
+			if c.Delta.Content != nil {
+				if !isTool && *c.Delta.Content != "" {
+					return &answer{final: &final{resp: handOver(resp, rec.Bytes())}}, nil
+				}
+				text.WriteString(*c.Delta.Content)
+			}
+		}
+	}
+	if !done {
+		resp.Body.Close()
+		return nil, readFailure(errors.New("agents: upstream stream ended without [DONE]"))
+	}
+	if isTool {
+		resp.Body.Close()
+		return &answer{content: text.String(), calls: acc.calls()}, nil
+	}
+	// An answer without content or tool calls: relay it as it came.
+	return &answer{final: &final{resp: handOver(resp, rec.Bytes())}}, nil
+}
+
+// handOver returns resp with a body that replays read, then the rest of the
+// upstream body; closing it closes the upstream body.
+func handOver(resp *upstream.Response, read []byte) *upstream.Response {
+	out := *resp
+	out.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(read), resp.Body), c: resp.Body}
+	return &out
+}
+
+type replayBody struct {
+	io.Reader
+	c io.Closer
+}
+
+func (b replayBody) Close() error { return b.c.Close() }
+
+// execute runs one tool call through the registry and returns the tool
+// message answering it: the tool's result as JSON text, or {"error":{...}}.
+func (s *Service) execute(ctx context.Context, rn *run, c relay.ToolCall) json.RawMessage {
+	var result any
+	var err error
+	if !validArgs(c.Function.Arguments) {
+		err = errcat.New(errcat.InvalidField, "arguments", "The arguments must be one JSON object.")
+	} else {
+		args := json.RawMessage(strings.TrimSpace(c.Function.Arguments))
+		result, err = s.tools.Run(WithCallerDepth(ctx, rn.depth), c.Function.Name, tools.Call{
+			TenantID:  rn.principal.Tenant.ID,
+			UserID:    rn.user,
+			Principal: rn.principal,
+			Arguments: args,
+		})
+	}
+	var content []byte
+	if err != nil {
+		e := errcat.As(err)
+		msg := e.Message
+		if msg == "" || e.Code == errcat.InternalError || e.Code == errcat.StorageError {
+			msg = errcat.Lookup(e.Code).Title
+		}
+		content, _ = json.Marshal(map[string]any{"error": map[string]string{"code": string(e.Code), "message": msg, "param": e.Param}})
+	} else if content, err = json.Marshal(result); err != nil {
+		content = []byte(`{"error":{"code":"internal_error","message":"The tool's result could not be encoded."}}`)
+	}
+	b, _ := json.Marshal(struct {
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		Content    string `json:"content"`
+	}{"tool", c.ID, string(content)})
+	return b
+}
+
+// validArgs reports whether a tool call's arguments are empty or one JSON
+// object.
+func validArgs(args string) bool {
+	t := strings.TrimSpace(args)
+	if t == "" {
+		return true
+	}
+	var obj map[string]json.RawMessage
+	return json.Unmarshal([]byte(t), &obj) == nil && obj != nil
+}
+
+// readFailure maps a failure while reading an upstream answer as the relay
+// does: upstream_timeout when the upstream call's time-out passed, else
+// upstream_error; the cause is only logged.
+func readFailure(cause error) *errcat.Error {
+	if errcat.CodeOf(cause) == errcat.UpstreamTimeout {
+		return &errcat.Error{Code: errcat.UpstreamTimeout, Message: "The upstream model did not finish within the time-out; the answer is incomplete.", Cause: cause}
+	}
+	return &errcat.Error{Code: errcat.UpstreamError, Message: "The upstream model failed while answering; the answer is incomplete.", Cause: cause}
+}
+
+// isSSE decides whether an answer is a stream, as the relay does: by its
+// Content-Type, or the request's stream flag when it has none.
+func isSSE(h http.Header, requested bool) bool {
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return requested
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == "text/event-stream"
+}
+
+// isErrorObject reports whether b is a JSON object whose first member is
+// "error" (an OpenAI-compatible error answer).
+func isErrorObject(b []byte) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return false
+	}
+	return bytes.HasPrefix(bytes.TrimLeft(t[1:], " \t\r\n"), []byte(`"error"`))
+}
+
+// completion is what the loop reads of a JSON chat completion.
+type completion struct {
+	Choices []struct {
+		Index   int               `json:"index"`
+		Message completionMessage `json:"message"`
+	} `json:"choices"`
+}
+
+type completionMessage struct {
+	Content   json.RawMessage  `json:"content"`
+	ToolCalls []relay.ToolCall `json:"tool_calls"`
+}
+
+// streamChunk is what the loop reads of a stream chunk.
+type streamChunk struct {
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string         `json:"content"`
+			ToolCalls []toolCallDelta `json:"tool_calls"`
+		} `json:"delta"`
+	} `json:"choices"`
+}
+
+type toolCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// toolAccumulator joins streamed tool-call deltas by index.
+type toolAccumulator struct {
+	list []relay.ToolCall
+}
+
+func (t *toolAccumulator) add(ds []toolCallDelta) {
+	for _, d := range ds {
+		if d.Index < 0 || d.Index > 1024 {
+			continue
+		}
+		for len(t.list) <= d.Index {
+			t.list = append(t.list, relay.ToolCall{})
+		}
+		c := &t.list[d.Index]
+		if d.ID != "" {
+			c.ID = d.ID
+		}
+		if d.Type != "" {
+			c.Type = d.Type
+		}
+		c.Function.Name += d.Function.Name
+		c.Function.Arguments += d.Function.Arguments
+	}
+}
+
+func (t *toolAccumulator) calls() []relay.ToolCall { return t.list }
+
+// contentText returns a message content as text: a string as it is, the text
+// parts of an array joined.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// textMessage returns {"role":role,"content":content}.
+func textMessage(role, content string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{role, content})
+	return b
+}
+
+// assistantToolMessage is the assistant message of a tool round as it is sent
+// back: its text and the calls that were executed.
+func assistantToolMessage(content string, calls []relay.ToolCall) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role      string           `json:"role"`
+		Content   string           `json:"content"`
+		ToolCalls []relay.ToolCall `json:"tool_calls"`
+	}{"assistant", content, calls})
+	return b
+}

@@ -1,0 +1,385 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/tenantconfig"
+)
+
+// Page-size limits of GET /a1/agents/{name}/sessions (as /c1/conversations).
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// sessionJSON is a session on the wire. Messages is set only when the session
+// is returned whole (create, get, compact).
+type sessionJSON struct {
+	ID                   string             `json:"id"`
+	AgentName            string             `json:"agent_name"`
+	UserID               string             `json:"user_id"`
+	Status               string             `json:"status"`
+	CompactKeepLastN     int                `json:"compact_keep_last_n"`
+	SuccessorSessionID   *string            `json:"successor_session_id"`
+	PredecessorSessionID *string            `json:"predecessor_session_id"`
+	Summary              *string            `json:"summary"`
+	MessageCount         int                `json:"message_count"`
+	CreatedAt            string             `json:"created_at"`
+	UpdatedAt            string             `json:"updated_at"`
+	Messages             *[]json.RawMessage `json:"messages,omitempty"`
+}
+
+func toJSON(rec *sessionRecord, msgs []json.RawMessage, withMessages bool) sessionJSON {
+	out := sessionJSON{
+		ID: rec.ID, AgentName: rec.AgentName, UserID: rec.UserID, Status: rec.Status,
+		CompactKeepLastN:     rec.CompactKeepLastN,
+		SuccessorSessionID:   optional(rec.SuccessorID),
+		PredecessorSessionID: optional(rec.PredecessorID),
+		Summary:              optional(rec.Summary),
+		MessageCount:         rec.MessageCount,
+		CreatedAt:            stamp(rec.CreatedAt),
+		UpdatedAt:            stamp(rec.UpdatedAt),
+	}
+	if withMessages {
+		if msgs == nil {
+			msgs = []json.RawMessage{}
+		}
+		out.Messages = &msgs
+	}
+	return out
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func stamp(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339) }
+
+// createRequest is the body of POST /a1/agents/{name}/sessions.
+type createRequest struct {
+	CompactKeepLastN *int `json:"compact_keep_last_n"`
+}
+
+// CreateSession serves POST /a1/agents/{name}/sessions: 201 with the new live
+// session (messages []).
+func (s *Service) CreateSession(w http.ResponseWriter, r *http.Request) {
+	p, a, user, err := s.writeTarget(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var q createRequest
+	if err := decodeOptional(r, &q); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	cfg, err := tenantconfig.Load(r.Context(), s.store, p.Tenant)
+	if err != nil {
+		httpx.WriteError(w, r, errcat.Storage(err))
+		return
+	}
+	n := cfg.CompactKeepLastN
+	if q.CompactKeepLastN != nil {
+		n = *q.CompactKeepLastN
+		if hi := tenantconfig.Cap(p.Tenant, tenantconfig.KeyCompactKeepLastN); n < 1 || n > hi {
+			httpx.WriteError(w, r, errcat.Newf(errcat.InvalidField, "body.compact_keep_last_n",
+				"compact_keep_last_n must be an integer from 1 to %d.", hi))
+			return
+		}
+	}
+	now := s.clock.Now().UnixNano()
+	rec := &sessionRecord{
+		ID: newSessionID(), AgentName: a.Name, UserID: user, Status: StatusLive,
+		CompactKeepLastN: n, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := (sessionStore{s.store}).create(r.Context(), p.Tenant.ID, rec); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusCreated, toJSON(rec, nil, true))
+}
+
+// ListSessions serves GET /a1/agents/{name}/sessions?limit=&offset=: the
+// caller's sessions of the agent (a tenant admin without GW-User-Id: every
+// user's), newest first, as {"object":"list","data":[session without
+// messages...],"limit","offset","has_more"}.
+func (s *Service) ListSessions(w http.ResponseWriter, r *http.Request) {
+	p, a, user, err := s.readTarget(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), q.Has("limit"), "limit", DefaultLimit, 1, MaxLimit)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	offset, err := intParam(q.Get("offset"), q.Has("offset"), "offset", 0, 0, -1)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	page, more, err := (sessionStore{s.store}).list(r.Context(), p.Tenant.ID, user, a.Name, limit, offset)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	data := make([]sessionJSON, len(page))
+	for i, rec := range page {
+		data[i] = toJSON(rec, nil, false)
+	}
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		Object  string        `json:"object"`
+		Data    []sessionJSON `json:"data"`
+		Limit   int           `json:"limit"`
+		Offset  int           `json:"offset"`
+		HasMore bool          `json:"has_more"`
+	}{"list", data, limit, offset, more})
+}
+
+// GetSession serves GET /a1/agents/{name}/sessions/{sid}: the session with its
+// summary and messages.
+func (s *Service) GetSession(w http.ResponseWriter, r *http.Request) {
+	p, a, user, err := s.readTarget(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	rec, msgs, err := s.loadSession(r.Context(), p.Tenant.ID, user, a, httpx.Param(r, "sid"), true)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, toJSON(rec, msgs, true))
+}
+
+// Lineage serves GET /a1/agents/{name}/sessions/{sid}/lineage:
+// {"sessions":[{"id","status","successor_session_id"}...]}, the whole chain
+// of compactions sid belongs to, oldest first.
+func (s *Service) Lineage(w http.ResponseWriter, r *http.Request) {
+	p, a, user, err := s.readTarget(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	sid := httpx.Param(r, "sid")
+	if _, _, err := s.loadSession(r.Context(), p.Tenant.ID, user, a, sid, false); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	chain, err := (sessionStore{s.store}).lineage(r.Context(), p.Tenant.ID, sid)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	type link struct {
+		ID                 string  `json:"id"`
+		Status             string  `json:"status"`
+		SuccessorSessionID *string `json:"successor_session_id"`
+	}
+	out := make([]link, len(chain))
+	for i, rec := range chain {
+		out[i] = link{ID: rec.ID, Status: rec.Status, SuccessorSessionID: optional(rec.SuccessorID)}
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+// messageRequest is the body of POST /a1/agents/{name}/sessions/{sid}/messages.
+type messageRequest struct {
+	Message json.RawMessage `json:"message"`
+	Stream  *bool           `json:"stream"`
+}
+
+// PostMessage serves POST /a1/agents/{name}/sessions/{sid}/messages: the
+// agent's answer to the session's history plus message, relayed as on
+// POST /a1/agents/{name}/chat; the user message and the reply are stored in
+// one transaction before the answer is acknowledged.
+func (s *Service) PostMessage(w http.ResponseWriter, r *http.Request) {
+	rn, err := s.newRun(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	if rn.user, err = requireUser(r); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var q messageRequest
+	if err := httpx.Decode(r, &q); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	userMsg, err := userMessage(q.Message)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	rn.stream = q.Stream != nil && *q.Stream
+	tenant, sid := rn.principal.Tenant.ID, httpx.Param(r, "sid")
+	rec, stored, err := s.loadSession(r.Context(), tenant, rn.user, rn.agent, sid, true)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	if rec.Status != StatusLive {
+		httpx.WriteError(w, r, errArchived(rec))
+		return
+	}
+	if err := s.checkTools(rn.agent); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	msgs := make([]json.RawMessage, 0, len(stored)+2)
+	if rec.Summary != "" {
+		msgs = append(msgs, summaryMessage(rec.Summary))
+	}
+	msgs = append(append(msgs, stored...), userMsg)
+	fin, err := s.converse(r.Context(), rn, msgs)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	w.Header().Set(HeaderSessionID, rec.ID)
+	capture := new(relay.Capture)
+	s.relay(w, r, rn, fin, capture, func(ctx context.Context) error {
+		reply := textMessage("assistant", capture.Content)
+		return (sessionStore{s.store}).appendTurn(ctx, tenant, rec.ID, []json.RawMessage{userMsg, reply}, s.clock.Now().UnixNano())
+	})
+}
+
+// HeaderSessionID names the session on the answer of a session message.
+const HeaderSessionID = "GW-Session-Id"
+
+// summaryMessage is the system message that carries a session's summary
+// upstream, after the agent's system prompt and before the kept messages.
+func summaryMessage(summary string) json.RawMessage {
+	return textMessage("system", "Summary of the earlier conversation:\n"+summary)
+}
+
+// userMessage checks the message of a session turn, a string or a non-empty
+// array of content parts, and returns it as a user message.
+func userMessage(raw json.RawMessage) (json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, errcat.New(errcat.MissingField, "body.message", "message is required.")
+	}
+	switch raw[0] {
+	case '"':
+	case '[':
+		var parts []json.RawMessage
+		if json.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+			return nil, errcat.New(errcat.InvalidField, "body.message", "message must be a string or a non-empty array of content parts.")
+		}
+		for i, p := range parts {
+			if isNull(p) || p[0] != '{' {
+				return nil, errcat.Newf(errcat.InvalidField, fmt.Sprintf("body.message[%d]", i), "Each content part must be an object.")
+			}
+		}
+	default:
+		return nil, errcat.New(errcat.InvalidField, "body.message", "message must be a string or an array of content parts.")
+	}
+	b, err := json.Marshal(struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}{"user", raw})
+	if err != nil {
+		return nil, errcat.Internal(err)
+	}
+	return b, nil
+}
+
+// writeTarget resolves the principal, the agent and the (required) user of a
+// session write.
+func (s *Service) writeTarget(r *http.Request) (*auth.Principal, *Agent, string, error) {
+	p, err := principal(r)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	a, err := s.agent(httpx.Param(r, "name"))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	user, err := requireUser(r)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return p, a, user, nil
+}
+
+// readTarget is writeTarget for reads, where a tenant admin may omit
+// GW-User-Id for the tenant-wide view (user "").
+func (s *Service) readTarget(r *http.Request) (*auth.Principal, *Agent, string, error) {
+	p, err := principal(r)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	a, err := s.agent(httpx.Param(r, "name"))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	user := httpx.UserID(r)
+	if user == "" && p.Role != auth.RoleTenantAdmin {
+		_, err := requireUser(r)
+		return nil, nil, "", err
+	}
+	return p, a, user, nil
+}
+
+// loadSession returns session sid as user (any user of the tenant when user
+// is "") sees it: absent, or another user's, is 404 session_not_found; a
+// session of another agent is 400 session_agent_mismatch.
+func (s *Service) loadSession(ctx context.Context, tenant, user string, a *Agent, sid string, withMessages bool) (*sessionRecord, []json.RawMessage, error) {
+	rec, msgs, err := (sessionStore{s.store}).get(ctx, tenant, sid, withMessages)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec == nil || (user != "" && rec.UserID != user) {
+		return nil, nil, errSessionNotFound(sid)
+	}
+	if rec.AgentName != a.Name {
+		return nil, nil, errcat.Newf(errcat.SessionAgentMismatch, "session_id",
+			"Session %s belongs to agent %s, not %s.", sid, rec.AgentName, a.Name)
+	}
+	return rec, msgs, nil
+}
+
+// decodeOptional decodes an optional body: an empty body is {}.
+func decodeOptional(r *http.Request, v any) error {
+	b, err := httpx.ReadBody(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	return httpx.DecodeBytes(b, v)
+}
+
+// intParam parses query parameter name: absent gives def; not an integer, below
+// lo, or above hi (hi < 0: no upper bound) gives invalid_field query.<name>.
+func intParam(raw string, present bool, name string, def, lo, hi int) (int, error) {
+	if !present {
+		return def, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < lo || (hi >= 0 && n > hi) {
+		if hi >= 0 {
+			return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer from %d to %d.", name, lo, hi)
+		}
+		return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer of at least %d.", name, lo)
+	}
+	return n, nil
+}

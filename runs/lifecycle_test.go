@@ -1,0 +1,340 @@
+package runs_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/runs"
+	"github.com/chatgw/gateway/store/boltstore"
+	"github.com/chatgw/gateway/store/memstore"
+)
+
+// TestConcurrencyLimit: at most MaxRunning commands run; the others start in
+// creation order as slots free up.
+func TestConcurrencyLimit(t *testing.T) {
+	e := newEnv(t, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 2})
+	var rs []run
+	for i := range 5 {
+		rs = append(rs, e.create("", "alice", appRepo, fmt.Sprintf("W-%d", i)))
+	}
+	statuses := func() []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, e.get("", "alice", r.ID).Status)
+		}
+		return out
+	}
+	e.waitReady("alice", rs[0].ID)
+	e.waitReady("alice", rs[1].ID)
+	diffT(t, "statuses", []string{"running", "running", "queued", "queued", "queued"}, statuses())
+
+	e.cancel("", "alice", rs[1].ID)
+	e.waitReady("alice", rs[2].ID)
+	diffT(t, "statuses after one cancel", []string{"running", "cancelled", "running", "queued", "queued"}, statuses())
+
+	e.cancel("", "alice", rs[3].ID) // queued: frees no slot
+	diffT(t, "statuses after a queued cancel", []string{"running", "cancelled", "running", "cancelled", "queued"}, statuses())
+
+	e.cancel("", "alice", rs[0].ID)
+	e.waitReady("alice", rs[4].ID)
+	diffT(t, "final statuses", []string{"cancelled", "cancelled", "running", "cancelled", "running"}, statuses())
+}
+
+// TestRestart: runs that were active when a process ended are failed by the
+// next Service over the store, and the old process cannot overwrite that.
+func TestRestart(t *testing.T) {
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	first := newEnvOver(t, st, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
+	running := first.create("", "alice", appRepo, "W-1")
+	first.waitReady("alice", running.ID)
+	queued := first.create("", "bob", appRepo, "W-2")
+	done := first.create("globex", "carol", appRepo, "W-3") // queued, then cancelled: final
+	first.cancel("globex", "carol", done.ID)
+
+	second := newEnvOver(t, st, runs.Config{Command: helperCmd(t, "exit", "0")})
+	for _, tt := range []struct {
+		tenant, user, id string
+		status, reason   string
+		started          bool
+	}{
+		{"acme", "alice", running.ID, runs.StatusFailed, runs.ReasonRestartedRunning, true},
+		{"acme", "bob", queued.ID, runs.StatusFailed, runs.ReasonRestartedQueued, false},
+		{"globex", "carol", done.ID, runs.StatusCancelled, runs.ReasonCancelledQueued, false},
+	} {
+		got := second.get(tt.tenant, tt.user, tt.id)
+		if got.Status != tt.status || got.Reason != tt.reason || (got.StartedAt != nil) != tt.started || got.FinishedAt == nil {
+			t.Errorf("run of %s after restart: %+v; want %s (%s)", tt.user, got, tt.status, tt.reason)
+		}
+	}
+	// Their work items are free in the new process.
+	again := second.create("", "alice", appRepo, "W-1")
+	second.waitDone("alice", again.ID)
+
+	// The old process ends: its final write leaves the recovered state.
+	if err := first.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := second.get("", "alice", running.ID); got.Reason != runs.ReasonRestartedRunning {
+		t.Errorf("after the old Service closed: %+v, want the restart's reason", got)
+	}
+	if got := second.get("", "bob", queued.ID); got.Reason != runs.ReasonRestartedQueued {
+		t.Errorf("queued run after the old Service closed: %+v", got)
+	}
+}
+
+// TestRestartBolt: recovery over the bbolt store, and what it stored read
+// back after the file is reopened.
+func TestRestartBolt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.db")
+	db, err := boltstore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := newEnvOver(t, db, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
+	running := first.create("", "alice", appRepo, "W-1")
+	first.waitReady("alice", running.ID)
+	queued := first.create("", "alice", appRepo, "W-2")
+	done := first.create("", "alice", appRepo, "W-3")
+	first.cancel("", "alice", done.ID)
+
+	want := map[string]string{
+		running.ID: runs.ReasonRestartedRunning,
+		queued.ID:  runs.ReasonRestartedQueued,
+		done.ID:    runs.ReasonCancelledQueued,
+	}
+	check := func(e *env, when string) {
+		t.Helper()
+		for id, reason := range want {
+			if r := e.get("", "alice", id); r.Reason != reason || r.FinishedAt == nil {
+				t.Errorf("run %s %s: %+v, want reason %q", id, when, r, reason)
+			}
+		}
+		diffT(t, "runs "+when, []string{done.ID, queued.ID, running.ID}, ids(e.list(req{path: "/a1/runs", user: "alice"}))[1:])
+	}
+	second := newEnvOver(t, db, runs.Config{Command: helperCmd(t, "exit", "0")})
+	again := second.create("", "alice", appRepo, "W-1")
+	if r := second.waitDone("alice", again.ID); r.Status != runs.StatusSucceeded {
+		t.Errorf("new run over bbolt: %+v", r)
+	}
+	check(second, "after the restart")
+	if err := first.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = boltstore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	check(newEnvOver(t, db, runs.Config{}), "after reopening the file")
+}
+
+func TestNewStorageError(t *testing.T) {
+	st := memstore.New()
+	defer st.Close()
+	st.FailNext(errors.New("disk on fire"))
+	if _, err := runs.New(runs.Config{Store: st}); err == nil {
+		t.Fatal("New with a failing store: no error")
+	}
+	if _, err := runs.New(runs.Config{}); err == nil {
+		t.Fatal("New without a store: no error")
+	}
+}
+
+// TestClose: Close kills what runs, fails what waits and refuses new runs.
+func TestClose(t *testing.T) {
+	e := newEnv(t, runs.Config{Command: helperCmd(t, "grandchild"), MaxRunning: 1, KillGrace: time.Minute})
+	running := e.create("", "alice", appRepo, "W-1")
+	got := e.waitReady("alice", running.ID)
+	var child int
+	if _, err := fmt.Sscanf(*got.Output, "child %d\n", &child); err != nil {
+		t.Fatal(err)
+	}
+	queued := e.create("", "alice", appRepo, "W-2")
+
+	start := time.Now()
+	if err := e.svc.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	checkNoLeaks(t)
+	waitGone(t, child, "child of the command running at Close")
+	if err := e.svc.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	for _, tt := range []struct {
+		id, reason string
+	}{
+		{running.ID, runs.ReasonShutdown + ": killed by signal 9 (killed)"},
+		{queued.ID, runs.ReasonShutdownQueued},
+	} {
+		if r := e.get("", "alice", tt.id); r.Status != runs.StatusFailed || r.Reason != tt.reason {
+			t.Errorf("run after Close: %+v; want failed (%s)", r, tt.reason)
+		}
+	}
+	e.fails(req{method: "POST", path: "/a1/runs", user: "alice",
+		body: map[string]string{"runtime": "coding-agent", "repo": appRepo, "work_item": "W-3"}}, wantErr(errcat.InternalError, ""))
+	// A restart finds nothing to recover.
+	after := newEnvOver(t, e.st, runs.Config{})
+	if r := after.get("", "alice", running.ID); r.Reason != runs.ReasonShutdown+": killed by signal 9 (killed)" {
+		t.Errorf("after restart: %+v", r)
+	}
+}
+
+// TestCloseIdle: Close of a Service that never ran anything.
+func TestCloseIdle(t *testing.T) {
+	e := newEnv(t, runs.Config{})
+	if err := e.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestList covers pagination, ordering and the tenant-wide view.
+func TestList(t *testing.T) {
+	e := newEnv(t, runs.Config{Command: helperCmd(t, "exit", "0")})
+	var alice, all []string // newest first
+	for i := range 7 {
+		user := "alice"
+		if i%3 == 2 {
+			user = "bob"
+		}
+		r := e.create("", user, appRepo, fmt.Sprintf("W-%d", i))
+		e.waitDone(user, r.ID)
+		if user == "alice" {
+			alice = append([]string{r.ID}, alice...)
+		}
+		all = append([]string{r.ID}, all...)
+	}
+	other := e.create("globex", "alice", appRepo, "W-0")
+	e.waitDoneIn("globex", "alice", other.ID)
+
+	for _, tt := range []struct {
+		query   string
+		user    string
+		admin   bool
+		tenant  string
+		want    []string
+		limit   int
+		offset  int
+		hasMore bool
+	}{
+		{query: "", user: "alice", want: alice, limit: 50},
+		{query: "?limit=2", user: "alice", want: alice[:2], limit: 2, hasMore: true},
+		{query: "?limit=2&offset=2", user: "alice", want: alice[2:4], limit: 2, offset: 2, hasMore: true},
+		{query: "?limit=2&offset=4", user: "alice", want: alice[4:], limit: 2, offset: 4},
+		{query: "?limit=500&offset=5", user: "alice", want: []string{}, limit: 500, offset: 5},
+		{query: "?offset=99", user: "alice", want: []string{}, limit: 50, offset: 99},
+		{query: "", user: "bob", want: []string{all[1], all[4]}, limit: 50},
+		{query: "", user: "carol", want: []string{}, limit: 50},
+		{query: "", user: "alice", tenant: "globex", want: []string{other.ID}, limit: 50},
+		{query: "", admin: true, want: all, limit: 50},
+		{query: "?limit=3&offset=1", admin: true, want: all[1:4], limit: 3, offset: 1, hasMore: true},
+		{query: "", user: "bob", admin: true, want: []string{all[1], all[4]}, limit: 50},
+		{query: "", admin: true, tenant: "globex", want: []string{other.ID}, limit: 50},
+		{query: "", admin: true, tenant: "empty", want: []string{}, limit: 50},
+	} {
+		name := fmt.Sprintf("%s user=%q admin=%v tenant=%q", tt.query, tt.user, tt.admin, tt.tenant)
+		l := e.list(req{path: "/a1/runs" + tt.query, user: tt.user, admin: tt.admin, tenant: tt.tenant})
+		got := struct {
+			Object        string
+			IDs           []string
+			Limit, Offset int
+			HasMore       bool
+		}{l.Object, ids(l), l.Limit, l.Offset, l.HasMore}
+		want := got
+		want.Object, want.IDs, want.Limit, want.Offset, want.HasMore = "list", tt.want, tt.limit, tt.offset, tt.hasMore
+		diffT(t, "list "+name, want, got)
+	}
+
+	for _, tt := range []struct {
+		query string
+		param string
+	}{
+		{"?limit=0", "query.limit"},
+		{"?limit=501", "query.limit"},
+		{"?limit=-1", "query.limit"},
+		{"?limit=x", "query.limit"},
+		{"?limit=", "query.limit"},
+		{"?offset=-1", "query.offset"},
+		{"?offset=1.5", "query.offset"},
+		{"?limit=2&offset=-1", "query.offset"},
+	} {
+		e.fails(req{method: "GET", path: "/a1/runs" + tt.query, user: "alice"}, wantErr(errcat.InvalidField, tt.param))
+	}
+	// Without GW-User-Id a member has no tenant-wide view.
+	e.fails(req{method: "GET", path: "/a1/runs"}, wantErr(errcat.MissingField, "headers.gw-user-id"))
+	e.failStorage(req{method: "GET", path: "/a1/runs", user: "alice"})
+}
+
+// TestIsolation: a run is visible to its user, and to a tenant admin reading
+// tenant-wide, and to no one else.
+func TestIsolation(t *testing.T) {
+	e := newEnv(t, runs.Config{Command: helperCmd(t, "sleep")})
+	r := e.create("", "alice", appRepo, "W-1")
+	e.waitReady("alice", r.ID) // no store writes from here on
+	notFound := wantErr(errcat.CodingAgentRunNotFound, "run_id")
+	for _, tt := range []struct {
+		name, tenant, user string
+		admin              bool
+		want               apiErr // zero: visible
+	}{
+		{name: "owner", user: "alice"},
+		{name: "admin tenant-wide", admin: true},
+		{name: "admin as owner", admin: true, user: "alice"},
+		{name: "other user", user: "bob", want: notFound},
+		{name: "admin as other user", admin: true, user: "bob", want: notFound},
+		{name: "user prefix", user: "alic", want: notFound},
+		{name: "other tenant, same user", tenant: "globex", user: "alice", want: notFound},
+		{name: "other tenant admin", tenant: "globex", admin: true, want: notFound},
+		{name: "member without user", want: wantErr(errcat.MissingField, "headers.gw-user-id")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e.t = t
+			status, body := e.do(req{method: "GET", path: "/a1/runs/" + r.ID, tenant: tt.tenant, user: tt.user, admin: tt.admin})
+			if tt.want == (apiErr{}) {
+				if status != http.StatusOK || !strings.Contains(string(body), r.ID) {
+					t.Errorf("status %d, body %s; want the run", status, body)
+				}
+				return
+			}
+			diffT(t, "error", tt.want, errOf(status, body))
+			if tt.want != notFound {
+				return
+			}
+			// Nor can they cancel it (with a user: cancel needs one).
+			if tt.user != "" {
+				e.fails(req{method: "POST", path: "/a1/runs/" + r.ID + "/cancel", tenant: tt.tenant, user: tt.user, admin: tt.admin}, notFound)
+			}
+		})
+	}
+	e.t = t
+	// Unknown ids.
+	for _, id := range []string{"run_00000000000000000000000000000000", "x", strings.Repeat("y", 300)} {
+		e.fails(req{method: "GET", path: "/a1/runs/" + id, user: "alice"}, notFound)
+		e.fails(req{method: "POST", path: "/a1/runs/" + id + "/cancel", user: "alice"}, notFound)
+		e.fails(req{method: "GET", path: "/a1/runs/" + id, admin: true}, notFound)
+	}
+	// Cancel needs a user, even an admin's.
+	e.fails(req{method: "POST", path: "/a1/runs/" + r.ID + "/cancel", admin: true}, wantErr(errcat.MissingField, "headers.gw-user-id"))
+	e.failStorage(req{method: "GET", path: "/a1/runs/" + r.ID, user: "alice"})
+	if got := e.get("", "alice", r.ID); got.Status != runs.StatusQueued && got.Status != runs.StatusRunning {
+		t.Errorf("run after the others' attempts: %s, want active", got.Status)
+	}
+	e.cancel("", "alice", r.ID)
+}

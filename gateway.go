@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
@@ -26,6 +27,8 @@ import (
 	"github.com/chatgw/gateway/internal/ratelimit"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/openai"
+	"github.com/chatgw/gateway/rag"
+	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store/boltstore"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/tools"
@@ -55,6 +58,9 @@ type Gateway struct {
 	mem     *memory.Service
 	tenants *tenantconfig.Service
 	tools   *tools.Registry
+	rag     *rag.Service
+	agents  *agents.Service
+	runs    *runs.Service
 
 	closeOnce sync.Once
 	closers   []func() error
@@ -128,7 +134,8 @@ func (g *Gateway) wireFamilies() error {
 	g.apidocs = apidocs.New(Version)
 	g.mem = memory.New(memory.Config{Store: c.store, Clock: c.clock})
 	g.tenants = tenantconfig.NewService(c.store, g.catalog)
-	reg, err := tools.NewRegistry(append(g.mem.Tools(), tools.CurrentTime(c.clock))...)
+	g.rag = rag.New(rag.Config{Store: c.store, Clock: c.clock})
+	reg, err := tools.NewRegistry(append(g.mem.Tools(), tools.CurrentTime(c.clock), g.rag.Tool())...)
 	if err != nil {
 		return fmt.Errorf("gateway: tool registry: %w", err)
 	}
@@ -150,6 +157,38 @@ func (g *Gateway) wireFamilies() error {
 		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContext,
 		Quota: quotas,
 	})
+	// Runs write their final states on Close, so they close before the store
+	// (closers run in reverse order).
+	g.runs, err = runs.New(runs.Config{Store: c.store, Clock: c.clock, Logger: c.logger, Command: c.codingCmd})
+	if err != nil {
+		return fmt.Errorf("gateway: runs: %w", err)
+	}
+	g.closers = append(g.closers, g.runs.Close)
+	return g.wireAgents()
+}
+
+// wireAgents loads the agents and registers agent_call, which needs the agents
+// service, after the other tools.
+func (g *Gateway) wireAgents() error {
+	c := &g.cfg
+	list, warnings, err := agents.Load(c.agentsDir, g.tools)
+	if err != nil {
+		return fmt.Errorf("gateway: agents: %w", err)
+	}
+	for _, w := range warnings {
+		c.logger.Warn(w.String())
+	}
+	g.agents, err = agents.New(agents.Config{
+		Agents: list, Tools: g.tools, Upstream: c.upstream, Catalog: g.catalog,
+		Store: c.store, Clock: c.clock, Logger: c.logger, Inject: g.mem.SystemContext,
+		Keepalive: c.keepalive,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: agents: %w", err)
+	}
+	if err := g.tools.Register(g.agents.CallTool()); err != nil {
+		return fmt.Errorf("gateway: agents: %w", err)
+	}
 	return nil
 }
 

@@ -27,6 +27,8 @@ type config struct {
 	dev          bool
 	keepalive    time.Duration
 	shutdownWait time.Duration
+	agentsDir    string
+	codingCmd    string
 }
 
 func defaultConfig() config {
@@ -130,4 +132,21 @@ func WithKeepalive(d time.Duration) Option {
 		c.keepalive = d
 		return nil
 	}
+}
+
+// WithAgentsDir loads the agents of /a1/agents from the *.json files of dir
+// (one agent a file; see package agents). New fails on a file that is not a
+// valid agent, naming it; an agent listing a tool that is not registered is
+// loaded with a warning in the log, and its chat answers
+// agent_tool_not_registered. Default: no agents.
+func WithAgentsDir(dir string) Option {
+	return func(c *config) error { c.agentsDir = dir; return nil }
+}
+
+// WithCodingAgentCommand enables the coding-agent runtime of /a1/runs: each run
+// executes cmd, split on spaces and without a shell (see package runs).
+// Default "": the runtime is disabled and POST /a1/runs answers
+// coding_agent_disabled.
+func WithCodingAgentCommand(cmd string) Option {
+	return func(c *config) error { c.codingCmd = cmd; return nil }
 }

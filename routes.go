@@ -76,5 +76,31 @@ func (g *Gateway) routes() []route {
 		{"GET", "/v1/tenant/config", "tenant_config:read", userOptional, g.tenants.Get},
 		{"PUT", "/v1/tenant/config", "tenant_config:write", userOptional, g.tenants.Put},
 		{"POST", "/v1/tools/execute", "tools:execute", userOptional, g.tools.Execute},
+
+		// Agents: loaded from files; sessions scoped to tenant and end user.
+		{"GET", "/a1/agents", "agents:read", userOptional, g.agents.List},
+		{"POST", "/a1/agents/:name/chat", "agents:write", userOptional, g.agents.Chat},
+		{"POST", "/a1/agents/:name/sessions", "agents:write", userRequired, g.agents.CreateSession},
+		{"GET", "/a1/agents/:name/sessions", "agents:read", userOrAdminRead, g.agents.ListSessions},
+		{"GET", "/a1/agents/:name/sessions/:sid", "agents:read", userOrAdminRead, g.agents.GetSession},
+		{"POST", "/a1/agents/:name/sessions/:sid/messages", "agents:write", userRequired, g.agents.PostMessage},
+		{"POST", "/a1/agents/:name/sessions/:sid/compact", "agents:write", userRequired, g.agents.Compact},
+		{"GET", "/a1/agents/:name/sessions/:sid/lineage", "agents:read", userOrAdminRead, g.agents.Lineage},
+
+		// RAG indices: tenant-scoped, created on first ingest.
+		{"GET", "/a1/rag/indices", "rag:read", userOptional, g.rag.ListIndices},
+		{"POST", "/a1/rag/indices/:id/documents", "rag:write", userOptional, g.rag.ReplaceDocuments},
+		{"POST", "/a1/rag/indices/:id/documents/append", "rag:write", userOptional, g.rag.AppendDocuments},
+		{"GET", "/a1/rag/indices/:id/documents", "rag:read", userOptional, g.rag.ListDocuments},
+		{"GET", "/a1/rag/indices/:id/documents/:doc_id", "rag:read", userOptional, g.rag.GetDocument},
+		{"DELETE", "/a1/rag/indices/:id/documents/:doc_id", "rag:write", userOptional, g.rag.DeleteDocument},
+		{"GET", "/a1/rag/indices/:id/search", "rag:read", userOptional, g.rag.SearchHTTP},
+
+		// Coding-agent runs and runtimes.
+		{"GET", "/a1/runtimes", "runs:read", userOptional, g.runs.Runtimes},
+		{"POST", "/a1/runs", "runs:write", userRequired, g.runs.Create},
+		{"GET", "/a1/runs", "runs:read", userOrAdminRead, g.runs.List},
+		{"GET", "/a1/runs/:id", "runs:read", userOrAdminRead, g.runs.Get},
+		{"POST", "/a1/runs/:id/cancel", "runs:write", userRequired, g.runs.Cancel},
 	}
 }

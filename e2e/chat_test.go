@@ -347,7 +347,6 @@ func TestMoreChatEdges(t *testing.T) {
 	runErrCases(t, g, errCases{
 		{name: "trailing slash", method: "POST", path: "/v1/chat/completions/", token: tokAdmin, body: chatBody("lm-4-scout", "hi")},
 		{name: "empty conversation id", path: "/c1/conversations/", token: tokAdmin, user: "u"},
-		{name: "a1 agents (not built)", path: "/a1/agents", token: tokAdmin},
 	}.with(404, "not_found_error", "route_not_found", noParam, "spec Codes route_not_found"))
 }
 

@@ -53,6 +53,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		gateway.WithLogger(log),
 		gateway.WithRateLimit(cfg.RatePerSecond, cfg.RateBurst),
 		gateway.WithBodyLimit(cfg.BodyLimitBytes),
+		gateway.WithAgentsDir(cfg.AgentsDir),
+		gateway.WithCodingAgentCommand(cfg.CodingAgentCmd),
 	)
 	if err != nil {
 		return err

@@ -105,6 +105,42 @@ func TestRunRefusesBadTokenFile(t *testing.T) {
 	}
 }
 
+func TestRunRefusesBadAgentFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "good.json"), []byte(`{"name":"good","model":"lm-4-scout","tools":[]}`), 0o600)
+	os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{"name":"broken",`), 0o600)
+	err := run(context.Background(), []string{"-dev", "-data-dir", t.TempDir(), "-local-url", "", "-agents-dir", dir}, envOf(nil), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "broken.json") {
+		t.Fatalf("run = %v, want a refusal naming broken.json", err)
+	}
+}
+
+func TestDevModeServesAgentsFromTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "helper.json"), []byte(`{"name":"helper","description":"Helps.","model":"lm-4-scout","tools":["current_time","no_such_tool"]}`), 0o600)
+	base, token, stop := startDev(t, "-agents-dir", dir)
+	defer stop()
+	req, _ := http.NewRequest("GET", base+"/a1/agents", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Data []struct {
+			Name  string   `json:"name"`
+			Tools []string `json:"tools"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /a1/agents = %d, %v", resp.StatusCode, err)
+	}
+	if len(got.Data) != 1 || got.Data[0].Name != "helper" {
+		t.Errorf("agents = %+v, want helper alone", got.Data)
+	}
+}
+
 // startDev runs gatewayd -dev on a free port and returns its base URL and token.
 func startDev(t *testing.T, args ...string) (base, token string, stop func() error) {
 	t.Helper()

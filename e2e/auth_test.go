@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -90,6 +91,7 @@ func TestScopes(t *testing.T) {
 		forbidden("extra scope does not grant tenant level", "PUT", "/v1/system-prompts/tenant", tokRestrict, map[string]any{"content": "x"}),
 		forbidden("deny without qualifier denies user level", "PUT", "/v1/system-prompts/user", tokNoPrompt, map[string]any{"content": "x"}),
 		forbidden("deny memory:read", "GET", "/v1/memory?visibility=private", tokRestrict, nil),
+		forbidden("deny tenant_config:read", "GET", "/v1/tenant/config", tokNoCfgRead, nil),
 	})
 	allowed := []struct {
 		name, method, path, token string
@@ -175,12 +177,44 @@ func TestIdentity(t *testing.T) {
 		missingUser("memory delete", "DELETE", "/v1/memory?visibility=private&key=k", tokMember, nil),
 		missingUser("prompts versions", "GET", "/v1/system-prompts/user/versions", tokMember, nil),
 		missingUser("user prompts versions admin", "GET", "/v1/system-prompts/user/versions", tokAdmin, nil),
+		missingUser("tenant prompt versions member (not an admin)", "GET", "/v1/system-prompts/tenant/versions", tokMember, nil),
+		missingUser("memory usage member", "GET", "/v1/memory/usage?visibility=private", tokMember, nil),
+		missingUser("tenant prompt delete admin (not read-only)", "DELETE", "/v1/system-prompts/tenant", tokAdmin, nil),
 		missingUser("prompts put", "PUT", "/v1/system-prompts/user", tokMember, map[string]any{"content": "x"}),
 		missingUser("user prompt get admin", "GET", "/v1/system-prompts/user", tokAdmin, nil),
 		missingUser("tenant prompt put admin (not read-only)", "PUT", "/v1/system-prompts/tenant", tokAdmin, map[string]any{"content": "x"}),
+		{name: "GW-User-Id with a control character", method: "POST", path: "/c1/chat", token: tokMember, user: "ali\tce", body: map[string]any{"message": "x", "stream": false},
+			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "headers.gw-user-id", ref: "docs/decisions.md: GW-User-Id of at most 256 printable characters"},
 		{name: "GW-User-Id over 256 characters", method: "POST", path: "/c1/chat", token: tokMember, user: strings.Repeat("u", 257), body: map[string]any{"message": "x", "stream": false},
 			status: 400, typ: "invalid_request_error", code: "invalid_field", param: "headers.gw-user-id", ref: "spec End-user identity 1: GW-User-Id of at most 256 characters"},
 	})
+
+	t.Run("GW-User-Id of 256 characters", func(t *testing.T) {
+		wantStatus(t, g.get(t, "/c1/conversations", tokMember, strings.Repeat("u", 256)), 200, "docs/decisions.md: GW-User-Id of at most 256 printable characters")
+	})
+
+	// docs/decisions.md, order of checks: 401, 429, 403, query.user_id,
+	// body.user_id, the GW-User-Id rule, then the handler's own validation
+	// (413 by Content-Length first: TestBodyLimit; 429 before 403: TestRateLimit).
+	const order = "docs/decisions.md: order of checks on an authenticated route"
+	runErrCases(t, g, errCases{
+		{name: "403 before query.user_id", path: "/v1/models?user_id=bob", token: tokRestrict, user: "alice",
+			status: 403, typ: "permission_error", code: "forbidden", param: anyParam},
+		{name: "403 before the GW-User-Id rule", method: "POST", path: "/c1/chat", token: tokRestrict, body: map[string]any{"message": "hi"},
+			status: 403, typ: "permission_error", code: "forbidden", param: anyParam},
+		{name: "403 before body.user_id", method: "POST", path: "/c1/chat", token: tokRestrict, user: "alice", body: map[string]any{"message": "hi", "user_id": "bob"},
+			status: 403, typ: "permission_error", code: "forbidden", param: anyParam},
+		{name: "query.user_id before body.user_id", method: "POST", path: "/c1/chat?user_id=bob", token: tokMember, user: "alice", body: map[string]any{"message": "hi", "user_id": "bob"},
+			code: "invalid_field", param: "query.user_id"},
+		{name: "body.user_id before the GW-User-Id rule", method: "POST", path: "/c1/chat", token: tokMember, body: map[string]any{"message": "hi", "user_id": "bob"},
+			code: "invalid_field", param: "body.user_id"},
+		{name: "GW-User-Id rule before the handler's validation", method: "POST", path: "/c1/chat", token: tokMember, body: map[string]any{"colour": "red"},
+			code: "missing_field", param: "headers.gw-user-id"},
+		{name: "GW-User-Id rule before invalid_json", method: "POST", path: "/v1/memory", token: tokMember, body: `{"key":`,
+			code: "missing_field", param: "headers.gw-user-id"},
+		{name: "401 before the GW-User-Id rule", method: "POST", path: "/c1/chat", token: "nope", body: map[string]any{"message": "hi", "user_id": "bob"},
+			status: 401, typ: "authentication_error", code: "invalid_authorization", param: "headers.authorization"},
+	}.with(400, "invalid_request_error", "", "", order))
 
 	t.Run("header optional on v1 chat, embeddings, tools", func(t *testing.T) {
 		wantStatus(t, g.post(t, "/v1/chat/completions", tokMember, "", chatBody("lm-4-scout", "hi")), 200, "spec End-user identity 5")
@@ -277,6 +311,9 @@ func TestRateLimit(t *testing.T) {
 		} else if ra < 9 {
 			t.Errorf("Retry-After %d, want 9 or 10 (seconds until one token is back at 0.1/s; DECISIONS 8.1)", ra)
 		}
+		// the rate limit comes before the scope check (member lacks tenant_config:write)
+		wantErr(t, g.do(t, "PUT", "/v1/tenant/config", tokSlow, "", map[string]any{"key": "compact_keep_last_n", "value": 5}, nil),
+			429, "rate_limit_error", "rate_limit_exceeded", noParam, "docs/decisions.md: order of checks, 429 before 403")
 		// other tokens, even of the same tenant, have their own bucket
 		wantStatus(t, g.get(t, "/v1/models", tokMember, ""), 200, "spec Limits: different tokens have separate buckets")
 		// the same token from another client IP shares the bucket
@@ -359,6 +396,8 @@ func TestBodyLimit(t *testing.T) {
 		}
 		r := g.post(t, "/v1/chat/completions", tokMember, "", mk(1025))
 		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (Content-Length)")
+		r = g.post(t, "/v1/chat/completions", "", "", mk(1025))
+		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, "docs/decisions.md: the body limit by Content-Length is checked before the bearer")
 		r = g.post(t, "/v1/chat/completions", tokMember, "", mk(1024))
 		wantStatus(t, r, 200, "body of exactly the limit is accepted")
 		r = g.post(t, "/c1/chat", tokMember, "alice", `{"message":"`+strings.Repeat("a", 2000)+`"}`)
@@ -372,6 +411,19 @@ func TestBodyLimit(t *testing.T) {
 		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (chunked /v1/memory)")
 		r = chunked(t, g, "/v1/chat/completions", tokMember, "", mk(600))
 		wantStatus(t, r, 200, "chunked body under the limit")
+		// a multipart audio upload streams through: still held to the limit
+		audio, ct := multipartBody(t, map[string]string{"model": "lm-transcribe"})
+		audio = append(audio[:len(audio):len(audio)], bytes.Repeat([]byte("\r\n"), 1000)...) // epilogue padding past the limit
+		r = g.do(t, "POST", "/v1/audio/transcriptions", tokGlobex, "", audio, H{"Content-Type": ct})
+		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (Content-Length, multipart audio)")
+		big, ct := multipartBody(t, map[string]string{"model": "lm-transcribe"})
+		big = bytes.Replace(big, bytes.Repeat([]byte{0x52, 0x49, 0x46, 0x46}, 64), bytes.Repeat([]byte{0x52, 0x49, 0x46, 0x46}, 1000), 1)
+		req, _ := http.NewRequest("POST", g.Base+"/v1/audio/transcriptions", io.MultiReader(bytes.NewReader(big)))
+		req.ContentLength = -1
+		req.Header.Set("Content-Type", ct)
+		req.Header.Set("Authorization", "Bearer "+tokGlobex)
+		r = send(t, client, req, " (chunked multipart)")
+		wantErr(t, r, 413, "request_too_large", "body_too_large", anyParam, ref+" (chunked multipart audio: uploads stream through, the limit still holds)")
 	})
 	t.Run("default 32 MiB by Content-Length", func(t *testing.T) {
 		t.Parallel()

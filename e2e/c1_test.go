@@ -157,6 +157,10 @@ func TestC1Conversation(t *testing.T) {
 		body := map[string]any{"message": "trim", "stream": false, "conversation_id": id, "model": "lm-4-scout-local", "keep_last_turns": k, "ephemeral": true}
 		r := c1(t, g, tokMember, "alice", body)
 		wantStatus(t, r, 200, "keep_last_turns")
+		// DECISIONS 5 names the notice history_trimmed; chat/doc.go: sent when messages were left out
+		if trimmed := strings.Contains(r.Header.Get("GW-Notice"), "history_trimmed"); trimmed != (k == 0 || k == 1) {
+			t.Errorf("keep_last_turns %v: GW-Notice %q, want history_trimmed exactly when history was left out (DECISIONS 5 notices)", k, r.Header.Get("GW-Notice"))
+		}
 		return messagesOf(lastBody(t, g.Local, "/chat/completions"))
 	}
 	up = turn(1)
@@ -204,6 +208,9 @@ func TestC1Conversation(t *testing.T) {
 			}
 			if _, err := time.Parse(time.RFC3339, str(d[0]["last_updated"])); err != nil {
 				t.Errorf("last_updated %v is not RFC 3339", d[0]["last_updated"])
+			}
+			if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`).MatchString(str(d[0]["last_updated"])) {
+				t.Errorf("last_updated %v, want RFC 3339 in UTC to the second (docs/decisions.md /c1)", d[0]["last_updated"])
 			}
 		}
 	}
@@ -407,6 +414,8 @@ func TestC1Features(t *testing.T) {
 			vh("conversation id body and gw- header differ", H{"gw-conversation-id": "bbb"}, map[string]any{"message": "x", "conversation_id": "aaa"}, "invalid_field", "body.conversation_id"),
 			vh("the two conversation id headers differ", H{"gw-conversation-id": "aaa", "x-conversation-id": "bbb"}, map[string]any{"message": "x"}, "invalid_field", "headers.x-conversation-id"),
 			v("context window", map[string]any{"message": strings.Repeat("word ", 8000), "model": "lm-text-8k"}, "context_window_exceeded", "messages"),
+			v("conversation id over 256 bytes", map[string]any{"message": "x", "conversation_id": strings.Repeat("c", 257)}, "invalid_field", "body.conversation_id"),
+			vh("conversation id header over 256 bytes", H{"gw-conversation-id": strings.Repeat("c", 257)}, map[string]any{"message": "x"}, "invalid_field", "headers.gw-conversation-id"),
 			v("attachment hash mismatch", map[string]any{"message": "read", "model": "lm-4-scout-local",
 				"attachments": []any{map[string]any{"kind": "document", "doc_name": "a.txt", "content": "abc", "content_hash": "sha256:00"}}}, "invalid_field", "body.attachments[0].content_hash"),
 		}
@@ -441,6 +450,11 @@ func TestC1Features(t *testing.T) {
 		id := convID(t, r)
 		r = g.do(t, "POST", "/c1/chat", tokMember, "val", map[string]any{"message": "same2", "stream": false, "model": "lm-4-scout-local", "conversation_id": id}, H{"gw-conversation-id": id})
 		wantStatus(t, r, 200, "DECISIONS 8.17: equal body and header ids")
+		long := strings.Repeat("c", 256)
+		r = c1(t, g, tokMember, "val", map[string]any{"message": "long id", "stream": false, "model": "lm-4-scout-local", "conversation_id": long})
+		if wantStatus(t, r, 200, "docs/decisions.md /c1: ids are at most 256 bytes") && convID(t, r) != long {
+			t.Errorf("a 256-byte conversation id answered as %q", truncate(convID(t, r), 40))
+		}
 		// an unknown client-chosen id starts a conversation under that id
 		r = c1(t, g, tokMember, "val", map[string]any{"message": "mine", "stream": false, "model": "lm-4-scout-local", "conversation_id": "client-chosen-1"})
 		if wantStatus(t, r, 200, "spec ChatRequest conversation_id") && convID(t, r) != "client-chosen-1" {
@@ -469,6 +483,29 @@ func TestC1Features(t *testing.T) {
 				t.Errorf("the notice was stored in the history: %s", mustJSON(m))
 			}
 		}
+		// several notices in one header: fallback and a trimmed history (DECISIONS 5: GW-Notice: <code>[, <code>...])
+		fid := convID(t, r)
+		r = c1(t, g2, tokMember, "fb", map[string]any{"message": "again", "model": "lm-4-scout", "stream": false, "conversation_id": fid, "keep_last_turns": 0})
+		if wantStatus(t, r, 200, "c1 fallback, trimmed") {
+			codes := strings.Split(r.Header.Get("GW-Notice"), ", ")
+			if len(codes) != 2 || !strings.Contains(r.Header.Get("GW-Notice"), "backend_fallback") || !strings.Contains(r.Header.Get("GW-Notice"), "history_trimmed") {
+				t.Errorf("GW-Notice %q, want \"<code>, <code>\" with backend_fallback and history_trimmed (DECISIONS 5)", r.Header.Get("GW-Notice"))
+			}
+		}
+		r = c1(t, g2, tokMember, "fb", map[string]any{"message": "again", "model": "lm-4-scout", "conversation_id": fid, "keep_last_turns": 0})
+		var streamed []string
+		for _, e := range parseSSE(r.Body) {
+			if e.Event == "gw.notice" {
+				var n struct {
+					GWNotice struct{ Code string } `json:"gw_notice"`
+				}
+				json.Unmarshal([]byte(e.Data), &n)
+				streamed = append(streamed, n.GWNotice.Code)
+			}
+		}
+		if s := strings.Join(streamed, ","); !strings.Contains(s, "backend_fallback") || !strings.Contains(s, "history_trimmed") {
+			t.Errorf("streamed gw.notice codes %v, want backend_fallback and history_trimmed (DECISIONS 5)", streamed)
+		}
 		// failing before the first byte, a streaming turn answers the JSON error envelope
 		wantErr(t, c1(t, g2, tokMember, "fb", map[string]any{"message": "x", "model": "lm-4-scout-local"}),
 			503, "overloaded_error", "upstream_unavailable", anyParam, "DECISIONS 5: before the first byte, the normal JSON error")
@@ -477,11 +514,12 @@ func TestC1Features(t *testing.T) {
 		g2 := start(t, func(s *setup) { s.Local.Reply = upstreamtest.Reply{Status: 500} })
 		r := c1(t, g2, tokMember, "uf", map[string]any{"message": "hi", "model": "lm-4-scout-local", "stream": false, "conversation_id": "fail-1"})
 		wantErr(t, r, 502, "api_error", "upstream_error", anyParam, "spec POST /c1/chat statuses 502")
-		_, hist := history(t, g2, tokMember, "uf", "fail-1")
-		for _, m := range hist {
-			if m["role"] == "assistant" {
-				t.Errorf("an assistant message was stored for a failed turn: %s", mustJSON(hist))
-			}
+		wantErr(t, g2.get(t, "/c1/conversations/fail-1", tokMember, "uf"), 404, "not_found_error", "conversation_not_found", "conversation_id",
+			"docs/decisions.md /c1: a failed turn stores nothing, not the user message")
+		g2.Local.SetReply(upstreamtest.Reply{Status: 422, ErrorMessage: "unprocessable turn"})
+		r = c1(t, g2, tokMember, "uf", map[string]any{"message": "hi", "model": "lm-4-scout-local", "stream": false, "conversation_id": "fail-2"})
+		if wantErr(t, r, 422, "invalid_request_error", "upstream_bad_request", anyParam, "spec Codes upstream_bad_request; DECISIONS 8.13 on /c1") && !strings.Contains(string(r.Body), "unprocessable turn") {
+			t.Errorf("%s\n  want the upstream reason in message (spec Codes upstream_bad_request)", r)
 		}
 	})
 }

@@ -136,6 +136,8 @@ func TestChatCompletionsPreflight(t *testing.T) {
 		wantStatus(t, g.post(t, "/v1/chat/completions", tokAdmin, "", b), 200, "temperature 2.0 is in range (spec Limits)")
 		b["temperature"] = 0
 		wantStatus(t, g.post(t, "/v1/chat/completions", tokAdmin, "", b), 200, "temperature 0 is in range")
+		doc := map[string]any{"kind": "document", "doc_name": "a.txt", "content": "abc", "content_hash": "sha256:" + sha256Hex("abc")}
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokAdmin, "", attach("lm-4-scout-local", doc)), 200, "DECISIONS 8.31: a given content_hash that matches sha256:<hex of the content>")
 	})
 
 	t.Run("image attachment becomes a content part", func(t *testing.T) {
@@ -224,6 +226,13 @@ func TestChatCompletionsPreflight(t *testing.T) {
 		}
 		if up := lastBody(t, g.CloudA, "/chat/completions"); up["max_tokens"] != 300.0 {
 			t.Errorf("upstream max_tokens %v, want 300 unchanged", up["max_tokens"])
+		}
+		// newer OpenAI clients send max_completion_tokens: floored the same way (internal/preflight/doc.go)
+		mct := chatBody("lm-reasoner", "think")
+		mct["max_completion_tokens"] = 50
+		r = g.post(t, "/v1/chat/completions", tokAdmin, "", mct)
+		if r.Status != 200 || r.Header.Get("gw-applied") != "max_tokens_floored=200" || lastBody(t, g.CloudA, "/chat/completions")["max_completion_tokens"] != 200.0 {
+			t.Errorf("%s\n  max_completion_tokens 50 on lm-reasoner: want 200, gw-applied max_tokens_floored=200 and 200 upstream (spec ModelConstraints min_max_tokens)", r)
 		}
 		// streaming carries the header too
 		b["max_tokens"] = 10
@@ -331,6 +340,26 @@ func TestConsentOnFallback(t *testing.T) {
 	}
 }
 
+// TestConsentLocalOnlyChain: consent is asked only when the alias's chain has
+// a configured non-local backend (docs/decisions.md, Consent).
+func TestConsentLocalOnlyChain(t *testing.T) {
+	t.Parallel()
+	g := start(t, func(s *setup) { s.CloudAURL, s.CloudBURL = unset, emptyURL })
+	b := chatBody("lm-4-scout", "summarise")
+	b["attachments"] = []any{map[string]any{"kind": "document", "doc_name": "plan.txt", "content": "local only plan"}}
+	r := g.post(t, "/v1/chat/completions", tokAdmin, "u1", b)
+	if wantStatus(t, r, 200, "docs/decisions.md: consent only when the chain has a configured non-local backend") {
+		if txt := textOf(messagesOf(lastBody(t, g.Local, "/chat/completions"))[0]); !strings.Contains(txt, "local only plan") {
+			t.Errorf("local backend got %q, want the document text (DECISIONS 8.31)", txt)
+		}
+	}
+	wantErr(t, g.post(t, "/v1/chat/completions", tokAdmin, "u1", func() map[string]any {
+		b := chatBody("lm-4-scout-cloudA", "x")
+		b["attachments"] = []any{map[string]any{"kind": "document", "doc_name": "plan.txt", "content": "local only plan"}}
+		return b
+	}()), 503, "overloaded_error", "upstream_unavailable", anyParam, "a pinned unconfigured cloud alias has no backend (DECISIONS 8.20)")
+}
+
 func TestMoreChatEdges(t *testing.T) {
 	t.Parallel()
 	g := start(t, nil)
@@ -352,7 +381,8 @@ func TestMoreChatEdges(t *testing.T) {
 
 func TestQuotas(t *testing.T) {
 	t.Parallel()
-	g := start(t, nil)
+	// cloudA reports more tokens than quota's tokens_per_day (1000) for lm-4-scout-cloudA
+	g := start(t, func(s *setup) { s.CloudA.Reply = upstreamtest.Reply{PromptTokens: 990, CompletionTokens: 20} })
 	for i := 0; i < 2; i++ {
 		wantStatus(t, g.post(t, "/v1/chat/completions", tokQuota, "", chatBody("lm-4-scout-local", "hi")), 200, "within requests_per_day 2")
 	}
@@ -398,4 +428,21 @@ func TestQuotas(t *testing.T) {
 	wantErr(t, r, 429, "rate_limit_error", "model_quota_exhausted", anyParam, "quota on /c1")
 	// another tenant is not affected
 	wantStatus(t, g.post(t, "/v1/chat/completions", tokMember, "", chatBody("lm-4-scout-local", "hi")), 200, "quota is per tenant")
+
+	// tokens_per_day: the first answer spends 1010 of 1000 tokens, the next request is refused
+	small := chatBody("lm-4-scout-cloudA", "hi")
+	small["max_tokens"] = 10
+	wantStatus(t, g.post(t, "/v1/chat/completions", tokQuota, "", small), 200, "docs/decisions.md quotas: within tokens_per_day")
+	r = g.post(t, "/v1/chat/completions", tokQuota, "", small)
+	if wantErr(t, r, 429, "rate_limit_error", "model_quota_exhausted", noParam, "docs/decisions.md quotas: tokens_per_day used up; spec Codes model_quota_exhausted") {
+		if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+			t.Errorf("tokens_per_day 429 Retry-After %q, want whole seconds (spec Events 6: Retry-After on quota 429)", r.Header.Get("Retry-After"))
+		}
+		if strings.Contains(string(r.Body), "1010") || strings.Contains(string(r.Body), "1000") {
+			t.Errorf("model_quota_exhausted body gives token counts: %s (spec Codes)", r.Body)
+		}
+	}
+	if n := chatCalls(g.CloudA); n != 1 {
+		t.Errorf("cloudA received %d chat calls, want 1: a request over the token budget is not forwarded", n)
+	}
 }

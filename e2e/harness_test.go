@@ -74,6 +74,7 @@ const (
 	tokQuota     = "quota-member-token-0010" // member of quota (daily quotas)
 	tokNoConsent = "plain-admin-token-0011"  // tenant_admin of plain (no c1_cloud_doc_consent)
 	tokRate      = "acme-rate-token-0012"    // member of acme, rate 1/s burst 2
+	tokNoCfgRead = "acme-nocfgread-tok-0013" // member of acme, deny tenant_config:read
 )
 
 // acmeModels is acme's allowlist: every catalog alias except lm-transcribe.
@@ -100,7 +101,8 @@ func defaultTokenFile() map[string]any {
 			map[string]any{"id": "tiny", "models": []string{"lm-4-scout-local"}},
 			map[string]any{"id": "quota", "quotas": map[string]any{
 				"lm-4-scout-local":  map[string]any{"requests_per_day": 2},
-				"lm-4-scout-cloudB": map[string]any{"requests_per_day": 1}}},
+				"lm-4-scout-cloudB": map[string]any{"requests_per_day": 1},
+				"lm-4-scout-cloudA": map[string]any{"tokens_per_day": 1000}}},
 			map[string]any{"id": "plain"},
 		},
 		"tokens": []any{
@@ -117,6 +119,7 @@ func defaultTokenFile() map[string]any {
 			map[string]any{"token": tokQuota, "tenant": "quota", "role": "member"},
 			map[string]any{"token": tokNoConsent, "tenant": "plain", "role": "tenant_admin"},
 			map[string]any{"token": tokRate, "tenant": "acme", "role": "member", "rate": map[string]any{"per_second": 1, "burst": 2}},
+			map[string]any{"token": tokNoCfgRead, "tenant": "acme", "role": "member", "deny": []string{"tenant_config:read"}},
 		},
 	}
 }

@@ -322,6 +322,19 @@ func (cs errCases) with(status int, typ, code, param, ref string) []errCase {
 	return cs
 }
 
+// withDefaults fills the token and user a case leaves empty.
+func (cs errCases) withDefaults(token, user string) errCases {
+	for i := range cs {
+		if cs[i].token == "" {
+			cs[i].token = token
+		}
+		if cs[i].user == "" {
+			cs[i].user = user
+		}
+	}
+	return cs
+}
+
 func runErrCases(t *testing.T, g *gw, cases []errCase) {
 	t.Helper()
 	for _, c := range cases {

@@ -169,6 +169,8 @@ func TestBadTokenFileRefusesToStart(t *testing.T) {
 		{"invalid json", "{\n  \"tenants\": [\n    {\"id\": \"acme\",}\n  ]\n}\n", 3},
 		{"unknown field of the second token", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\"},\n    {\"token\": \"b\", \"tenant\": \"acme\", \"colour\": \"red\"}\n  ]\n}\n", 5},
 		{"unknown tenant field on its own line", "{\n  \"tenants\": [\n    {\"id\": \"acme\",\n     \"modles\": [\"lm-4-scout\"]}\n  ],\n  \"tokens\": []\n}\n", 4},
+		{"both token and sha256", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\"},\n    {\"token\": \"b\", \"sha256\": \"" + sha256Hex("b") + "\", \"tenant\": \"acme\"}\n  ]\n}\n", 5},
+		{"neither token nor sha256", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"tenant\": \"acme\", \"role\": \"member\"}\n  ]\n}\n", 4},
 		{"invalid json in a token", "{\n  \"tenants\": [{\"id\": \"acme\"}],\n  \"tokens\": [\n    {\"token\": \"a\", \"tenant\": \"acme\",}\n  ]\n}\n", 4},
 	}
 	for _, c := range cases {

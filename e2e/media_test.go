@@ -50,6 +50,31 @@ func TestEmbeddings(t *testing.T) {
 			t.Errorf("upstream embeddings model %v, want router_alias lm-embed-text:v1.5 (DECISIONS 8.5)", up["model"])
 		}
 	}
+	// a string or a single token array is one element; a token counts 4 bytes (docs/decisions.md)
+	tokens := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i % 50000
+		}
+		return out
+	}
+	tokenArrays := func(n, each int) [][]int {
+		out := make([][]int, n)
+		for i := range out {
+			out[i] = tokens(each)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		input any
+	}{
+		{"one token array of 2048 tokens", tokens(2048)},
+		{"256 token arrays of 2048 tokens", tokenArrays(256, 2048)},
+	} {
+		r := g.post(t, "/v1/embeddings", tokMember, "", map[string]any{"model": "lm-embed", "input": c.input})
+		wantStatus(t, r, 200, "docs/decisions.md embeddings: "+c.name+" is within the limit")
+	}
 	c := func(name string, input any) errCase {
 		return errCase{name: name, method: "POST", path: "/v1/embeddings", token: tokMember,
 			body: map[string]any{"model": "lm-embed", "input": input}, status: 400, typ: "invalid_request_error",
@@ -61,6 +86,9 @@ func TestEmbeddings(t *testing.T) {
 		c("element of 8193 bytes", []string{"ok", strings.Repeat("a", 8193)}),
 		c("string of 8193 bytes", strings.Repeat("a", 8193)),
 		c("8194 bytes of 4097 two-byte runes", []string{strings.Repeat("é", 4097)}),
+		c("one token array of 2049 tokens", tokens(2049)),
+		c("a token array of 2049 tokens among others", [][]int{tokens(3), tokens(2049)}),
+		c("257 token arrays", tokenArrays(257, 1)),
 		{name: "model not allowed", method: "POST", path: "/v1/embeddings", token: tokTiny, body: map[string]any{"model": "lm-embed", "input": []string{"a"}},
 			status: 400, typ: "invalid_request_error", code: "model_not_in_allowlist", param: "model", ref: "spec Codes model_not_in_allowlist"},
 		{name: "image model", method: "POST", path: "/v1/embeddings", token: tokMember, body: map[string]any{"model": "lm-image", "input": "x"},
@@ -108,6 +136,9 @@ func TestImages(t *testing.T) {
 		}
 	}
 	checkImage(data[0], 12)
+	if up := lastBody(t, g.CloudA, "/images/generations"); up["model"] != "lm-diffusion-xl" {
+		t.Errorf("upstream image body %s: want model = router_alias lm-diffusion-xl (DECISIONS 8.5)", truncate(mustJSON(up), 300))
+	}
 	r = g.get(t, "/v1/images", tokMember, "")
 	found := false
 	for _, m := range listData(r) {
@@ -135,6 +166,9 @@ func TestImages(t *testing.T) {
 	r = gen(tokAdmin, map[string]any{"model": "lm-image", "prompt": "a dog", "ttl_hours": 168})
 	if wantStatus(t, r, 200, "DECISIONS 8.25: ttl_hours up to 168 by default") && len(listData(r)) == 1 {
 		checkImage(listData(r)[0], 168)
+		if up := lastBody(t, g.CloudA, "/images/generations"); up["ttl_hours"] != nil || up["prompt"] != "a dog" {
+			t.Errorf("upstream image body %s: want the OpenAI body without ttl_hours (DECISIONS 8.15: OpenAI body plus ttl_hours)", truncate(mustJSON(up), 300))
+		}
 	}
 	wantErr(t, gen(tokAdmin, map[string]any{"model": "lm-image", "prompt": "a dog", "ttl_hours": 169}),
 		400, "invalid_request_error", "invalid_field", "ttl_hours", "DECISIONS 8.25: ttl_hours above the tenant's value")
@@ -143,15 +177,50 @@ func TestImages(t *testing.T) {
 	wantErr(t, gen(tokAdmin, map[string]any{"model": "lm-image", "prompt": "a dog", "ttl_hours": 721}),
 		400, "invalid_request_error", "invalid_field", "ttl_hours", "DECISIONS 8.25")
 
-	// image_gen_rate_per_hour enforced per tenant
-	wantStatus(t, g.do(t, "PUT", "/v1/tenant/config", tokGlobex, "", map[string]any{"key": "image_gen_rate_per_hour", "value": 1}, nil), 200, "set image_gen_rate_per_hour 1")
-	wantStatus(t, gen(tokGlobex, map[string]any{"model": "lm-image", "prompt": "one"}), 200, "first image of the hour")
-	r = gen(tokGlobex, map[string]any{"model": "lm-image", "prompt": "two"})
-	if r.Status != 429 {
-		t.Errorf("%s\n  want 429 once image_gen_rate_per_hour (1) is used up (issue 3 item 6)", r)
-	} else if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
-		t.Errorf("image rate 429 without Retry-After seconds (%q)", r.Header.Get("Retry-After"))
+	// answer shapes, the content endpoint, the default model (docs/decisions.md Images)
+	const imgRef = "docs/decisions.md Images"
+	r = gen(tokAdmin, map[string]any{"prompt": "no model", "response_format": "b64_json"})
+	if wantStatus(t, r, 200, imgRef+": without model the first image alias") && len(listData(r)) == 1 {
+		d := listData(r)[0]
+		if d["model"] != "lm-image" || str(d["b64_json"]) == "" || d["url"] != nil {
+			t.Errorf("b64_json answer item %s, want model lm-image, b64_json and no url (%s)", truncate(mustJSON(d), 300), imgRef)
+		}
 	}
+	r = gen(tokAdmin, map[string]any{"model": "lm-image", "prompt": "url please"})
+	if wantStatus(t, r, 200, imgRef) && len(listData(r)) == 1 {
+		d := listData(r)[0]
+		id := str(d["id"])
+		u := str(d["url"])
+		if !strings.HasSuffix(u, "/v1/images/"+id+"/content") || d["b64_json"] != nil {
+			t.Errorf("default answer item url %q b64_json %v, want url …/v1/images/%s/content and no b64_json (%s)", u, d["b64_json"], id, imgRef)
+		}
+		c := g.get(t, "/v1/images/"+id+"/content", tokMember, "")
+		if wantStatus(t, c, 200, imgRef+": GET /v1/images/{id}/content returns the raw bytes") {
+			if ct := c.Header.Get("Content-Type"); ct != "image/png" || !bytes.HasPrefix(c.Body, []byte("\x89PNG")) {
+				t.Errorf("image content %q %q, want image/png bytes", ct, truncate(string(c.Body), 20))
+			}
+		}
+		wantErr(t, g.get(t, "/v1/images/"+id+"/content", "", ""), 401, "authentication_error", "missing_authorization", "headers.authorization", imgRef+": the content url needs the bearer")
+		wantErr(t, g.get(t, "/v1/images/"+id+"/content", tokGlobex, ""), 404, "not_found_error", "image_not_found", "id", "spec Codes image_not_found: other tenant")
+	}
+	// ttl_hours defaults to 12, or the tenant's maximum when lower
+	wantStatus(t, g.do(t, "PUT", "/v1/tenant/config", tokGlobex, "", map[string]any{"key": "image_max_ttl_hours", "value": 6}, nil), 200, "set image_max_ttl_hours 6")
+	r = gen(tokGlobex, map[string]any{"model": "lm-image", "prompt": "short-lived"})
+	if wantStatus(t, r, 200, imgRef) && len(listData(r)) == 1 {
+		checkImage(listData(r)[0], 6)
+	}
+
+	// image_gen_rate_per_hour enforced per tenant (the image above counts)
+	wantStatus(t, g.do(t, "PUT", "/v1/tenant/config", tokGlobex, "", map[string]any{"key": "image_gen_rate_per_hour", "value": 2}, nil), 200, "set image_gen_rate_per_hour 2")
+	wantStatus(t, gen(tokGlobex, map[string]any{"model": "lm-image", "prompt": "one"}), 200, "second image of the hour")
+	r = gen(tokGlobex, map[string]any{"model": "lm-image", "prompt": "two"})
+	if wantErr(t, r, 429, "rate_limit_error", "model_quota_exhausted", anyParam, "issue 3 item 6; docs/decisions.md: image_gen_rate_per_hour exceeded is 429 model_quota_exhausted") {
+		if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+			t.Errorf("image rate 429 without Retry-After seconds (%q)", r.Header.Get("Retry-After"))
+		}
+	}
+	// acme's images are not counted against globex
+	wantStatus(t, gen(tokAdmin, map[string]any{"model": "lm-image", "prompt": "acme"}), 200, "image_gen_rate_per_hour is per tenant")
 }
 
 func TestAudio(t *testing.T) {

@@ -84,9 +84,36 @@ func TestMemory(t *testing.T) {
 		t.Errorf("scope other lists %d entries of scope default (DECISIONS 6: buckets per scope_id)", n)
 	}
 	// delete
-	wantStatus(t, g.do(t, "DELETE", "/v1/memory?visibility=private&key=k", tokMember, "alice", nil, nil), 200, "spec DELETE /v1/memory")
+	r = g.do(t, "DELETE", "/v1/memory?visibility=private&key=k", tokMember, "alice", nil, nil)
+	if wantStatus(t, r, 200, "spec DELETE /v1/memory") && r.JSON()["deleted"] != true {
+		t.Errorf("%s\n  want {\"deleted\":true} (docs/decisions.md Memory)", r)
+	}
+	r = g.do(t, "DELETE", "/v1/memory?visibility=private&key=k", tokMember, "alice", nil, nil)
+	if wantStatus(t, r, 200, "spec DELETE /v1/memory") && r.JSON()["deleted"] != false {
+		t.Errorf("%s\n  second delete: want {\"deleted\":false} (docs/decisions.md Memory)", r)
+	}
 	if u := usage("alice", "private"); u != nil && (u["used_bytes"] != 0.0 || u["entries"] != 0.0) {
 		t.Errorf("usage after delete %v, want 0 bytes, 0 entries", u)
+	}
+	// POST answers the entry; an empty scope_id is the default scope; GET
+	// without visibility lists the private entries, then the public ones
+	const memRef = "docs/decisions.md Memory"
+	r = put(tokMember, "gus", map[string]any{"key": "zz-private", "value": "p", "visibility": "private", "scope_id": ""})
+	if wantStatus(t, r, 200, memRef) {
+		if m := r.JSON(); m["key"] != "zz-private" || m["value"] != "p" || m["visibility"] != "private" || m["scope_id"] != "default" {
+			t.Errorf("%s\n  want the entry {key, value, visibility, scope_id default} (%s: POST answers the entry; empty scope_id means default)", r, memRef)
+		}
+	}
+	wantStatus(t, put(tokMember, "gus", map[string]any{"key": "aa-public", "value": "q", "visibility": "public", "scope_id": ""}), 200, memRef)
+	var keys []string
+	for _, e := range listData(g.get(t, "/v1/memory", tokMember, "gus")) {
+		keys = append(keys, str(e["key"]))
+	}
+	if len(keys) < 2 || keys[0] != "zz-private" || !strings.Contains(strings.Join(keys, ","), "aa-public") || !strings.Contains(strings.Join(keys, ","), "pub") {
+		t.Errorf("GET /v1/memory without visibility lists %v, want gus's private entry first, then the default scope's public ones (aa-public, pub) (%s)", keys, memRef)
+	}
+	if !strings.Contains(mustJSON(listData(g.get(t, "/v1/memory?visibility=public&scope_id=default", tokMember, "gus"))), "aa-public") {
+		t.Errorf("an entry written with scope_id \"\" is not in scope default (%s)", memRef)
 	}
 	const inv = "invalid_request_error"
 	runErrCases(t, g, errCases{
@@ -203,6 +230,16 @@ func TestToolsAndConfirmTokens(t *testing.T) {
 	// memory tools need a user
 	r = g.post(t, "/v1/tools/execute", tokMember, "", map[string]any{"name": "memory_remember", "arguments": map[string]any{"key": "a", "value": "b", "visibility": "private"}})
 	wantErr(t, r, 400, "invalid_request_error", "missing_field", "headers.gw-user-id", "DECISIONS 8.18: memory always needs a user")
+	r = g.post(t, "/v1/tools/execute", tokMember, "alice", map[string]any{"name": "memory_remember", "arguments": `{"key":"as-string","value":"v","visibility":"private"}`})
+	if wantStatus(t, r, 200, "docs/decisions.md: arguments may be a JSON string holding an object") {
+		found := false
+		for _, e := range listData(g.get(t, "/v1/memory?visibility=private", tokMember, "alice")) {
+			found = found || e["key"] == "as-string"
+		}
+		if !found {
+			t.Errorf("memory_remember with string arguments did not write")
+		}
+	}
 	r = g.post(t, "/v1/tools/execute", tokMember, "alice", map[string]any{"name": "no_such_tool", "arguments": map[string]any{}})
 	wantErr(t, r, 400, "invalid_request_error", "invalid_field", "body.name", "DECISIONS 7: unknown tool name")
 }

@@ -2,8 +2,10 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -107,6 +109,27 @@ func TestModelsAndInfo(t *testing.T) {
 		}
 		if strings.Contains(string(r.Body), "127.0.0.1") || strings.Contains(string(r.Body), "sk-") {
 			t.Errorf("/v1/info leaks a backend URL or key")
+		}
+	})
+	t.Run("models owned_by and created", func(t *testing.T) {
+		family := map[string]any{}
+		for _, m := range listOf(g.get(t, "/v1/info", tokGlobex, "").JSON()["models"]) {
+			family[str(m["alias"])] = m["family"]
+		}
+		r := g.get(t, "/v1/models", tokGlobex, "")
+		var created any
+		for _, d := range listData(r) {
+			if d["owned_by"] != family[str(d["id"])] {
+				t.Errorf("/v1/models %v owned_by %v, want the model family %v (docs/decisions.md)", d["id"], d["owned_by"], family[str(d["id"])])
+			}
+			if created == nil {
+				created = d["created"]
+			} else if d["created"] != created {
+				t.Errorf("/v1/models %v created %v, want the gateway's start time %v like every entry (docs/decisions.md)", d["id"], d["created"], created)
+			}
+		}
+		if c, _ := created.(float64); c < float64(time.Now().Add(-10*time.Minute).Unix()) || c > float64(time.Now().Unix()+1) {
+			t.Errorf("/v1/models created %v, want the gateway's start time (docs/decisions.md)", created)
 		}
 	})
 	t.Run("info filtered by allowlist", func(t *testing.T) {
@@ -234,6 +257,57 @@ func TestInfoUnconfigured(t *testing.T) {
 			if bm := b.(map[string]any); bm["status"] != "unconfigured" {
 				t.Errorf("%v backend %v status %v with no URL configured, want unconfigured (DECISIONS 2)", m["alias"], bm["provider"], bm["status"])
 			}
+		}
+	}
+}
+
+// TestModelsFile: GATEWAY_MODELS_FILE replaces the built-in catalog (DECISIONS 2, 4).
+func TestModelsFile(t *testing.T) {
+	t.Parallel()
+	backend := func(provider, alias string) map[string]any {
+		return map[string]any{"provider": provider, "router_alias": alias, "status": "available", "notes": nil, "pricing": nil, "base_url_env": provider}
+	}
+	catalog := map[string]any{"notes": "custom catalog", "models": []any{map[string]any{
+		"alias": "my-chat", "description": "custom", "family": "custom-family", "kind": "chat", "context_window": 4096,
+		"modalities": map[string]any{"text_in": true, "text_out": true, "image_in": false, "audio_in": false, "video_in": false, "image_out": false},
+		"tools":      false, "json_mode": false, "reasoning_mode": false, "license": "test",
+		"backends":    []any{backend("local", "my-local-model"), backend("cloudA", "my-cloud-model")},
+		"constraints": map[string]any{"accepts_image_url": false, "min_max_tokens": 32, "typical_response_seconds": nil},
+		"notes":       "",
+	}}}
+	path := filepath.Join(t.TempDir(), "models.json")
+	writeFile(t, path, mustJSON(catalog))
+	g := start(t, func(s *setup) {
+		s.Env["GATEWAY_MODELS_FILE"] = path
+		s.LocalURL = refused(t)
+		s.Tokens = tokenFileJSON(map[string]any{
+			"tenants": []any{map[string]any{"id": "t"}},
+			"tokens":  []any{map[string]any{"token": tokGlobex, "tenant": "t", "role": "tenant_admin"}},
+		})
+	})
+	const ref = "DECISIONS 4: the catalog is overridable by GATEWAY_MODELS_FILE in the same format"
+	r := g.get(t, "/v1/info", tokGlobex, "")
+	if wantStatus(t, r, 200, ref) {
+		models := listOf(r.JSON()["models"])
+		if len(models) != 1 || models[0]["alias"] != "my-chat" {
+			t.Errorf("/v1/info %s, want only my-chat (%s)", truncate(string(r.Body), 300), ref)
+		} else {
+			checkModelInfo(t, models[0])
+		}
+	}
+	if d := listData(g.get(t, "/v1/models", tokGlobex, "")); len(d) != 1 || d[0]["id"] != "my-chat" {
+		t.Errorf("/v1/models %v, want only my-chat (%s)", d, ref)
+	}
+	wantErr(t, g.post(t, "/v1/chat/completions", tokGlobex, "", chatBody("lm-4-scout", "hi")), 400, "invalid_request_error", "model_not_in_allowlist", "model", ref+": built-in aliases are gone")
+	b := chatBody("my-chat", "hi")
+	b["max_tokens"] = 8
+	r = g.post(t, "/v1/chat/completions", tokGlobex, "", b)
+	if wantStatus(t, r, 200, ref) {
+		if up := lastBody(t, g.CloudA, "/chat/completions"); up["model"] != "my-cloud-model" || up["max_tokens"] != 32.0 {
+			t.Errorf("cloudA got model %v max_tokens %v, want the file's router_alias my-cloud-model and its min_max_tokens 32 (DECISIONS 4, 8.5; spec ModelConstraints)", up["model"], up["max_tokens"])
+		}
+		if r.Header.Get("gw-applied") != "max_tokens_floored=32" || !strings.Contains(r.Header.Get("GW-Notice"), "backend_fallback") {
+			t.Errorf("answer headers gw-applied %q GW-Notice %q, want max_tokens_floored=32 and backend_fallback", r.Header.Get("gw-applied"), r.Header.Get("GW-Notice"))
 		}
 	}
 }

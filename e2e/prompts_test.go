@@ -118,7 +118,21 @@ func TestSystemPrompts(t *testing.T) {
 	r := g.do(t, "PUT", "/v1/system-prompts/user", tokMember, "alice", map[string]any{"content": "x", "extra": 1}, nil)
 	wantErr(t, r, 400, "invalid_request_error", "invalid_field", "body.extra", "DECISIONS 5: unknown field")
 	r = g.do(t, "PUT", "/v1/system-prompts/galaxy", tokMember, "alice", map[string]any{"content": "x"}, nil)
-	wantErr(t, r, 400, "invalid_request_error", "invalid_field", anyParam, "DECISIONS 6: levels are tenant, scope and user")
+	wantErr(t, r, 400, "invalid_request_error", "invalid_field", "level", "DECISIONS 6: levels are tenant, scope and user; docs/decisions.md: param level")
+	// docs/decisions.md: a non-integer or zero n is 404; every level has the 8 KB cap
+	const nf = "docs/decisions.md System prompts: a non-integer or zero n is 404 system_prompt_version_not_found"
+	runErrCases(t, g, errCases{
+		{name: "unknown level versions", path: "/v1/system-prompts/galaxy/versions", status: 400, typ: "invalid_request_error", code: "invalid_field", param: "level"},
+		{name: "rollback to n=0", method: "PUT", path: "/v1/system-prompts/user/current/0"},
+		{name: "rollback to n=x", method: "PUT", path: "/v1/system-prompts/user/current/x"},
+		{name: "rollback to n=-1", method: "PUT", path: "/v1/system-prompts/user/current/-1"},
+		{name: "hard delete n=0", method: "DELETE", path: "/v1/system-prompts/user/v/0"},
+		{name: "hard delete n=1.5", method: "DELETE", path: "/v1/system-prompts/user/v/1.5"},
+		{name: "tenant level over 8 KB", method: "PUT", path: "/v1/system-prompts/tenant", token: tokAdmin, body: map[string]any{"content": strings.Repeat("t", 8193)},
+			status: 400, typ: "invalid_request_error", code: "system_prompt_too_large", param: "content", ref: sz + ": tenant level"},
+		{name: "scope level over 8 KB", method: "PUT", path: "/v1/system-prompts/scope", token: tokAdmin, body: map[string]any{"content": strings.Repeat("s", 8193)},
+			status: 400, typ: "invalid_request_error", code: "system_prompt_too_large", param: "content", ref: sz + ": scope level"},
+	}.withDefaults(tokMember, "alice").with(404, "not_found_error", "system_prompt_version_not_found", "version", nf))
 	wantErr(t, current("bob"), 404, "not_found_error", "system_prompt_version_not_found", anyParam, "user levels are per user: bob has none")
 	// tenant and scope levels by an admin
 	wantStatus(t, g.do(t, "PUT", "/v1/system-prompts/tenant", tokAdmin, "alice", map[string]any{"content": "T1"}, nil), 200, "tenant level")

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,6 +246,13 @@ func TestPublicEndpoints(t *testing.T) {
 		if got := r.Header.Get("X-Request-Id"); got == long || got == "" {
 			t.Errorf("x-request-id of 129 chars: answered %q, want a generated id (DECISIONS 5: echoed when <= 128 printable chars)", truncate(got, 40))
 		}
+		if !regexp.MustCompile(`^req_[0-9a-z]+$`).MatchString(a) {
+			t.Errorf("generated x-request-id %q, want req_<base36> (docs/decisions.md)", a)
+		}
+		r = g.do(t, "GET", "/healthz", "", "", nil, H{"X-Request-Id": "tab\tinside"})
+		if got := r.Header.Get("X-Request-Id"); got == "tab\tinside" || !strings.HasPrefix(got, "req_") {
+			t.Errorf("x-request-id with a tab: answered %q, want a generated id (DECISIONS 5: echoed when printable)", got)
+		}
 		ok128 := strings.Repeat("y", 128)
 		r = g.do(t, "GET", "/healthz", "", "", nil, H{"X-Request-Id": ok128})
 		if got := r.Header.Get("X-Request-Id"); got != ok128 {
@@ -377,6 +385,31 @@ func TestReadyz(t *testing.T) {
 		}
 		if p := probe(m, "local_backend"); p["reachable"] != false {
 			t.Errorf("probes.local_backend = %v, want reachable false", p)
+		}
+	})
+	t.Run("local url default", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, func(s *setup) { s.LocalURL = unset })
+		m := readyReport(t, g.get(t, "/readyz", "", ""))
+		if p := probe(m, "local_backend"); p["configured"] != true {
+			t.Errorf("probes.local_backend = %v with GATEWAY_LOCAL_URL unset, want configured true (DECISIONS 2: default http://127.0.0.1:11434/v1)", p)
+		}
+	})
+	t.Run("backends probed in parallel", func(t *testing.T) {
+		t.Parallel()
+		hang := upstreamtest.Config{Reply: upstreamtest.Reply{Hang: true}}
+		g := start(t, func(s *setup) { s.Local, s.CloudA, s.CloudB = hang, hang, hang })
+		t0 := time.Now()
+		r := g.get(t, "/readyz", "", "")
+		if d := time.Since(t0); d > 1800*time.Millisecond {
+			t.Errorf("readyz with three hanging backends took %v, want about 1 s (spec GET /readyz: each backend probed in parallel with a 1 s timeout)", d)
+		}
+		wantStatus(t, r, 503, "DECISIONS 8.4: no backend answered within 1 s")
+		m := readyReport(t, r)
+		for _, k := range []string{"local_backend", "cloudA", "cloudB"} {
+			if p := probe(m, k); p["configured"] != true || p["reachable"] != false {
+				t.Errorf("probes.%s = %v, want configured true, reachable false (DECISIONS 8.21)", k, p)
+			}
 		}
 	})
 	t.Run("router url", func(t *testing.T) {

@@ -292,10 +292,13 @@ func TestStreaming(t *testing.T) {
 			t.Errorf("gw.error is not the last event")
 		}
 		var env struct {
-			Error map[string]any `json:"error"`
+			Error  map[string]any `json:"error"`
+			GWCode any            `json:"gw_code"`
 		}
 		if json.Unmarshal([]byte(errEv.Data), &env); env.Error["code"] == nil || env.Error["type"] == nil || env.Error["message"] == nil {
 			t.Errorf("gw.error data %s, want the error envelope {\"error\":{type,code,message,param}} (DECISIONS 5)", errEv.Data)
+		} else if env.GWCode != env.Error["code"] {
+			t.Errorf("gw.error data %s: gw_code %v, want the code %v (docs/decisions.md Relay: the full error envelope, with gw_code)", errEv.Data, env.GWCode, env.Error["code"])
 		}
 		if chatCalls(g.CloudA)+chatCalls(g.CloudB) != 0 {
 			t.Errorf("fell back after the first byte (DECISIONS 4: never)")
@@ -375,4 +378,65 @@ func TestUpstreamTimeouts(t *testing.T) {
 			t.Errorf("slow stream did not complete")
 		}
 	})
+}
+
+// TestBackendAPIKeys: GATEWAY_LOCAL_API_KEY and GATEWAY_ROUTER_API_KEY are sent
+// as bearer tokens and scrubbed from upstream error messages (docs/decisions.md,
+// gatewayd variables beyond DECISIONS).
+func TestBackendAPIKeys(t *testing.T) {
+	t.Parallel()
+	const ref = "docs/decisions.md: GATEWAY_LOCAL_API_KEY and GATEWAY_ROUTER_API_KEY"
+	t.Run("local", func(t *testing.T) {
+		t.Parallel()
+		const key = "sk-local-secret-key"
+		g := start(t, func(s *setup) {
+			s.Env["GATEWAY_LOCAL_API_KEY"] = key
+			s.Local.Script = []upstreamtest.Reply{{}, {Status: 400, ErrorMessage: "bad key " + key + " given"}}
+		})
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokAdmin, "", chatBody("lm-4-scout-local", "hi")), 200, ref)
+		calls := g.Local.Calls()
+		if len(calls) == 0 || calls[len(calls)-1].Header.Get("Authorization") != "Bearer "+key {
+			t.Errorf("local backend Authorization %v, want Bearer <GATEWAY_LOCAL_API_KEY> (%s)", calls, ref)
+		}
+		r := g.post(t, "/v1/chat/completions", tokAdmin, "", chatBody("lm-4-scout-local", "hi"))
+		if wantErr(t, r, 400, "invalid_request_error", "upstream_bad_request", anyParam, "DECISIONS 8.13") && strings.Contains(string(r.Body), key) {
+			t.Errorf("error body leaks the local API key: %s (%s: scrubbed from upstream error messages)", r.Body, ref)
+		}
+	})
+	t.Run("router", func(t *testing.T) {
+		t.Parallel()
+		const key = "sk-router-secret-key"
+		router := upstreamtest.New(t)
+		g := start(t, func(s *setup) {
+			s.Env["GATEWAY_ROUTER_URL"] = router.URL
+			s.Env["GATEWAY_ROUTER_API_KEY"] = key
+		})
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokAdmin, "", chatBody("lm-4-scout-local", "hi")), 200, ref)
+		var auth string
+		for _, c := range router.Calls() {
+			if strings.HasSuffix(c.Path, "/chat/completions") {
+				auth = c.Header.Get("Authorization")
+			}
+		}
+		if auth != "Bearer "+key {
+			t.Errorf("router Authorization %q, want Bearer <GATEWAY_ROUTER_API_KEY> (%s)", auth, ref)
+		}
+	})
+}
+
+// TestFallbackOtherKinds: embeddings and audio follow their alias's chain like
+// chat (DECISIONS 4) and say so in GW-Notice (DECISIONS 5: backend_fallback).
+func TestFallbackOtherKinds(t *testing.T) {
+	t.Parallel()
+	g := start(t, func(s *setup) { s.LocalURL = refused(t) })
+	const ref = "DECISIONS 4: the next backend of the chain on connection failure; DECISIONS 5: GW-Notice backend_fallback"
+	r := g.post(t, "/v1/embeddings", tokMember, "", map[string]any{"model": "lm-embed", "input": "x"})
+	if wantStatus(t, r, 200, ref) && (!strings.Contains(r.Header.Get("GW-Notice"), "backend_fallback") || callsOn(g, "/embeddings") != 1 || lastBody(t, g.CloudA, "/embeddings")["model"] != "lm-embed-text-v1.5") {
+		t.Errorf("%s\n  GW-Notice %q: want an answer from cloudA (router_alias lm-embed-text-v1.5) with backend_fallback (%s)", r, r.Header.Get("GW-Notice"), ref)
+	}
+	body, ct := multipartBody(t, map[string]string{"model": "lm-transcribe"})
+	r = g.do(t, "POST", "/v1/audio/transcriptions", tokGlobex, "", body, H{"Content-Type": ct})
+	if wantStatus(t, r, 200, ref) && !strings.Contains(r.Header.Get("GW-Notice"), "backend_fallback") {
+		t.Errorf("%s\n  GW-Notice %q, want backend_fallback (%s)", r, r.Header.Get("GW-Notice"), ref)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/chatgw/gateway/errcat"
@@ -120,6 +121,9 @@ func decodeError(err error) error {
 		if typeErr.Field == "" {
 			return errcat.New(errcat.InvalidJSON, "", "The request body must be a JSON object.")
 		}
+		if msg, ok := integerMessage(typeErr); ok {
+			return errcat.New(errcat.InvalidField, "body."+typeErr.Field, msg)
+		}
 		return errcat.Newf(errcat.InvalidField, "body."+typeErr.Field,
 			"Field %s must be of JSON type %s.", typeErr.Field, jsonType(typeErr.Type.Kind().String()))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -132,6 +136,30 @@ func decodeError(err error) error {
 	default:
 		return &errcat.Error{Code: errcat.InvalidJSON, Message: fmt.Sprintf("The request body is not valid JSON: %v.", trimJSONPrefix(err)), Cause: err}
 	}
+}
+
+// integerMessage words the error of a JSON number that an integer field cannot
+// hold (a fraction, or out of range): "must be of JSON type number" would
+// confuse a client that did send a number.
+func integerMessage(e *json.UnmarshalTypeError) (string, bool) {
+	if !strings.HasPrefix(e.Value, "number") {
+		return "", false
+	}
+	t := e.Type
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		lo, hi := minMaxInt(t.Bits())
+		return fmt.Sprintf("Field %s must be an integer from %d to %d.", e.Field, lo, hi), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("Field %s must be an integer from 0 to %d.", e.Field, uint64(1)<<t.Bits()-1), true
+	}
+	return "", false
+}
+
+// minMaxInt returns the range of a signed integer of bits bits.
+func minMaxInt(bits int) (int64, int64) {
+	hi := int64(1)<<(bits-1) - 1
+	return -hi - 1, hi
 }
 
 func trimJSONPrefix(err error) string { return strings.TrimPrefix(err.Error(), "json: ") }

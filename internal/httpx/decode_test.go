@@ -13,6 +13,8 @@ import (
 type sample struct {
 	Name  string `json:"name"`
 	Count int    `json:"count"`
+	Small *int32 `json:"small"`
+	Tiny  uint8  `json:"tiny"`
 	Inner struct {
 		Flag bool `json:"flag"`
 	} `json:"inner"`
@@ -52,6 +54,23 @@ func TestDecode(t *testing.T) {
 		e := errcat.As(err)
 		if err == nil || e.Code != tt.code || e.Param != tt.param {
 			t.Errorf("Decode(%.40s) = %v; want %s %q", tt.body, err, tt.code, tt.param)
+		}
+	}
+}
+
+func TestDecodeNumberMessages(t *testing.T) {
+	tests := []struct{ body, param, msg string }{
+		{`{"small":3000000000}`, "body.small", "Field small must be an integer from -2147483648 to 2147483647."},
+		{`{"small":1.5}`, "body.small", "Field small must be an integer from -2147483648 to 2147483647."},
+		{`{"tiny":-1}`, "body.tiny", "Field tiny must be an integer from 0 to 255."},
+		{`{"small":"7"}`, "body.small", "Field small must be of JSON type number."},
+		{`{"name":7}`, "body.name", "Field name must be of JSON type string."},
+	}
+	for _, tt := range tests {
+		var v sample
+		e := errcat.As(httpx.DecodeBytes([]byte(tt.body), &v))
+		if e == nil || e.Code != errcat.InvalidField || e.Param != tt.param || e.Message != tt.msg {
+			t.Errorf("DecodeBytes(%s) = %+v; want invalid_field %s %q", tt.body, e, tt.param, tt.msg)
 		}
 	}
 }

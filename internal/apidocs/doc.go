@@ -9,11 +9,14 @@
 // # The document
 //
 // assets/openapi.json is the hand-maintained source of the description: every
-// operation of the /v1 and /c1 families and the public endpoints, with the payload
-// shapes of the interface specification and of shared/DECISIONS.md. The /a1 family
-// is not described yet. Each operation names the scope it needs in the extension
-// x-gw-scope. The server URL is "." so that clients resolve it against the
-// document's own URL, which keeps it right under http.StripPrefix.
+// operation of the /v1, /c1 and /a1 families and the public endpoints, with the
+// payload shapes of the interface specification, of shared/DECISIONS.md and of
+// docs/decisions.md. Each operation names the scope it needs in the extension
+// x-gw-scope. The root package's tests check the document against the route
+// table both ways (every route described, nothing described that is not routed,
+// the same scope and GW-User-Id rule), so a new route needs its operation here.
+// The server URL is "." so that clients resolve it against the document's own
+// URL, which keeps it right under http.StripPrefix.
 //
 // GET /openapi serves the same JSON document as GET /openapi.json rather than a
 // YAML rendition: the gateway has no YAML dependency, every OpenAPI tool reads

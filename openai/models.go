@@ -45,6 +45,9 @@ func (s *Service) Models(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	// The list is the same for 60 s (the cache above); say so to HTTP caches,
+	// privately, as it depends on the tenant's allowlist.
+	w.Header().Set("Cache-Control", "private, max-age=60")
 	w.Write(body)
 }
 

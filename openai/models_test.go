@@ -28,6 +28,9 @@ func listModels(t *testing.T, s *openai.Service, tenant *auth.Tenant) (ids []str
 	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /v1/models: %d %v", w.Code, w.Header())
 	}
+	if got := w.Header().Get("Cache-Control"); got != "private, max-age=60" {
+		t.Errorf("Cache-Control = %q, want private, max-age=60", got)
+	}
 	if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ const (
 	outcomeFirstByteTimeout = "first_byte_timeout"
 	outcomeTotalTimeout     = "total_timeout"
 	outcomeCancelled        = "cancelled"
+	outcomeInvalidBody      = "invalid_body"
 )
 
 // attempt sends req to one backend. Its context derives from total (the caller's
@@ -58,11 +59,14 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 		cancel()
 		var o outcome
 		var kind string
+		var bodyErr *errcat.Error
 		switch {
 		case ctx.Err() != nil:
 			o, kind = outcome{err: callerDone(ctx)}, outcomeCancelled
 		case total.Err() != nil:
 			o, kind = outcome{err: timeoutError(err)}, outcomeTotalTimeout
+		case errors.As(err, &bodyErr): // a streamed body that is not valid (invalidMultipart)
+			o, kind = outcome{err: bodyErr}, outcomeInvalidBody
 		case firstByteTimedOut:
 			o, kind = outcome{err: firstByteTimeout(err), silent: true, retry: true}, outcomeFirstByteTimeout
 		default:

@@ -70,7 +70,7 @@ func (p *payload) body(t *target) (io.Reader, error) {
 			return p.stream, nil
 		}
 		return &lazyPipe{start: func(w *io.PipeWriter) {
-			w.CloseWithError(rewriteMultipart(w, p.stream, p.boundary, t.routerAlias))
+			w.CloseWithError(invalidMultipart(rewriteMultipart(w, p.stream, p.boundary, t.routerAlias)))
 		}}, nil
 	}
 	switch {
@@ -85,10 +85,21 @@ func (p *payload) body(t *target) (io.Reader, error) {
 	default:
 		var buf bytes.Buffer
 		if err := rewriteMultipart(&buf, bytes.NewReader(p.data), p.boundary, t.routerAlias); err != nil {
-			return nil, errcat.New(errcat.InvalidJSON, "", "request body is not valid multipart/form-data")
+			return nil, invalidMultipart(err)
 		}
 		return bytes.NewReader(buf.Bytes()), nil
 	}
+}
+
+// invalidMultipart is the invalid_json error of a multipart body whose model
+// field could not be rewritten (nil for nil). A streamed body fails only while
+// the transport sends it: Router.attempt finds this error in the transport's
+// and answers it, rather than taking the failure for a connection error.
+func invalidMultipart(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &errcat.Error{Code: errcat.InvalidJSON, Message: "request body is not valid multipart/form-data", Cause: err}
 }
 
 // fastModelPrefix is how the gateway starts the JSON bodies it builds.
@@ -124,8 +135,10 @@ func rewriteJSONModel(body, quoted []byte) ([]byte, error) {
 
 // rewriteMultipart copies a multipart/form-data body from src to dst with the
 // same boundary, replacing the "model" form field by alias (added when absent).
+// A body without its close delimiter (cut) is an error: it is not repaired.
 func rewriteMultipart(dst io.Writer, src io.Reader, boundary, alias string) error {
-	mr := multipart.NewReader(src, boundary)
+	cw := &closeWatch{r: src, delim: []byte("\n--" + boundary + "--"), tail: []byte("\n")}
+	mr := multipart.NewReader(cw, boundary)
 	mw := multipart.NewWriter(dst)
 	if err := mw.SetBoundary(boundary); err != nil {
 		return err
@@ -134,6 +147,9 @@ func rewriteMultipart(dst io.Writer, src io.Reader, boundary, alias string) erro
 	for {
 		part, err := mr.NextRawPart()
 		if errors.Is(err, io.EOF) {
+			if !cw.seen {
+				return errNoCloseDelimiter
+			}
 			break
 		}
 		if err != nil {
@@ -159,6 +175,36 @@ func rewriteMultipart(dst io.Writer, src io.Reader, boundary, alias string) erro
 		}
 	}
 	return mw.Close()
+}
+
+var errNoCloseDelimiter = errors.New("multipart body ends without its close delimiter")
+
+// closeWatch notes whether the multipart close delimiter (--boundary-- at the
+// start of a line) went by: mime/multipart ends NextRawPart with io.EOF both
+// after it and when the body ends inside a part's header or after a part
+// without a delimiter, and only the first is a whole body.
+type closeWatch struct {
+	r     io.Reader
+	delim []byte // "\n--" + boundary + "--"
+	tail  []byte // the last bytes read, fewer than len(delim); "\n" at the start
+	seen  bool
+}
+
+func (c *closeWatch) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if b := p[:n]; !c.seen && n > 0 {
+		// The delimiter may straddle reads: look in tail + the start of b, then in b.
+		head := append(c.tail, b[:min(n, len(c.delim)-1)]...)
+		c.seen = bytes.Contains(head, c.delim) || bytes.Contains(b, c.delim)
+		if keep := len(c.delim) - 1; len(head) > keep {
+			head = head[len(head)-keep:]
+		}
+		if n >= len(c.delim)-1 {
+			head = b[n-(len(c.delim)-1):]
+		}
+		c.tail = append(c.tail[:0], head...)
+	}
+	return n, err
 }
 
 // trackedReader remembers whether anything read from it.

@@ -3,12 +3,14 @@ package upstream_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -158,6 +160,70 @@ func formFields(t *testing.T, contentType string, body []byte) map[string]string
 		}
 		v, _ := io.ReadAll(p)
 		out[p.FormName()] = string(v)
+	}
+}
+
+// A multipart body the model field cannot be rewritten in is invalid_json, not
+// a connection failure, whether it is buffered or streamed (where it fails
+// only while the transport sends it), and no other backend is tried.
+func TestMalformedMultipartBody(t *testing.T) {
+	t.Parallel()
+	body, ct := multipartBody(t, "lm-transcribe")
+	headerCut := bytes.Index(body, []byte("Content-Disposition: form-data; name=\"file\"")) + len("Content-Di")
+	for _, tt := range []struct {
+		name string
+		body []byte
+	}{
+		{"cut in a part header", body[:headerCut]},
+		{"cut in the file", body[:bytes.Index(body, []byte("RIFF"))+4]},
+		{"no closing boundary", body[:len(body)-len("--\r\n")-30]},
+		{"header without colon", bytes.Replace(body, []byte("Content-Type: application/octet-stream"), []byte("Content-Type application/octet-stream"), 1)},
+		{"cut at the end of a part header", body[:bytes.Index(body, []byte("Content-Type: application/octet-stream"))]},
+		{"cut before a part's blank line", body[:bytes.Index(body, []byte("RIFF"))-2]},
+		{"cut after a part", body[:bytes.LastIndex(body, []byte("\r\n--"))]},
+		{"cut after a delimiter", body[:bytes.LastIndex(body, []byte("--\r\n"))]},
+	} {
+		for _, streamed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/streamed=%v", tt.name, streamed), func(t *testing.T) {
+				t.Parallel()
+				local := upstreamtest.New(t)
+				cloudA := upstreamtest.New(t)
+				r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL, CloudAURL: cloudA.URL})
+				req := &upstream.Request{Alias: "lm-transcribe", Path: "/audio/transcriptions", ContentType: ct, Body: tt.body}
+				if streamed {
+					req.Body, req.BodyReader = nil, bytes.NewReader(tt.body)
+				}
+				_, err := r.Do(t.Context(), req)
+				if got := asErr(t, err).Code; got != errcat.InvalidJSON {
+					t.Errorf("code = %s (%v), want invalid_json", got, err)
+				}
+				if n := cloudA.CallCount(); n != 0 {
+					t.Errorf("cloudA got %d calls, want 0", n)
+				}
+			})
+		}
+	}
+}
+
+// A close delimiter in a read of its own, or split across reads, or followed
+// by an epilogue, ends a whole body.
+func TestMultipartCloseDelimiter(t *testing.T) {
+	t.Parallel()
+	body, ct := multipartBody(t, "lm-transcribe")
+	local := upstreamtest.New(t)
+	r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL})
+	for _, tt := range []struct {
+		name string
+		src  io.Reader
+	}{
+		{"one byte at a time", iotest.OneByteReader(bytes.NewReader(body))},
+		{"half at a time", io.MultiReader(bytes.NewReader(body[:len(body)-9]), bytes.NewReader(body[len(body)-9:]))},
+		{"epilogue", io.MultiReader(bytes.NewReader(body), strings.NewReader("an epilogue\r\n"))},
+	} {
+		if _, _, err := doRead(t, r, &upstream.Request{Alias: "lm-transcribe", Path: "/audio/transcriptions",
+			ContentType: ct, BodyReader: tt.src}); err != nil {
+			t.Errorf("%s: Do: %v", tt.name, err)
+		}
 	}
 }
 

@@ -157,7 +157,9 @@ func (r *Router) Close() error {
 // Do sends req to the alias's backends in order and returns the first 2xx
 // response (see Upstream for the errors). An alias that is not in the catalog is
 // model_not_in_allowlist (param model); an alias with no configured backend is
-// upstream_unavailable; a JSON body that is not an object is invalid_json. When
+// upstream_unavailable; a JSON body that is not an object, or a multipart body
+// that is not valid multipart/form-data (a streamed one found out while it is
+// sent, which ends the call), is invalid_json. When
 // every attempt failed, the error is that of the last backend that answered,
 // else 504 upstream_timeout when a backend took the request but stayed silent
 // past the first-byte time-out, else 503 upstream_unavailable (none could be

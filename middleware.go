@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
@@ -227,7 +228,9 @@ func (g *Gateway) rejectUserIDBody(r *http.Request, info *httpx.Info) error {
 func checkUser(r *http.Request, rt route, p *auth.Principal) error {
 	u := httpx.UserID(r)
 	if u != "" {
-		if len(u) > 256 || strings.ContainsFunc(u, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		// Invalid UTF-8 is refused too: stored as JSON it would read back as
+		// U+FFFD, another user's id, and lock its owner out of its own data.
+		if len(u) > 256 || !utf8.ValidString(u) || strings.ContainsFunc(u, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 			return errcat.New(errcat.InvalidField, "headers.gw-user-id", "GW-User-Id must be at most 256 printable characters.")
 		}
 		return nil

@@ -188,6 +188,23 @@ func TestConversationID(t *testing.T) {
 			t.Errorf("two new conversations got the same id %s", a)
 		}
 	})
+	for _, tc := range []struct{ name, header, id, param string }{
+		{"gw header too long", "gw-conversation-id", strings.Repeat("c", 257), "headers.gw-conversation-id"},
+		{"x header too long", "x-conversation-id", strings.Repeat("c", 257), "headers.x-conversation-id"},
+		{"gw header not UTF-8", "gw-conversation-id", "c\xff", "headers.gw-conversation-id"},
+		{"x header not UTF-8", "x-conversation-id", "c\xff", "headers.x-conversation-id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			rec := e.post(t, "alice", `{"message":"hi"}`, tc.header, tc.id)
+			if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 400 || code != "invalid_field" || param != tc.param {
+				t.Errorf("= %d %s %s; want 400 invalid_field %s", rec.Code, code, param, tc.param)
+			}
+			if e.history(t, "t1", "alice", tc.id) != nil {
+				t.Errorf("conversation %q stored", tc.id)
+			}
+		})
+	}
 	t.Run("headers differ", func(t *testing.T) {
 		e := newEnv(t)
 		rec := e.post(t, "alice", `{"message":"hi"}`, "gw-conversation-id", "a", "x-conversation-id", "b")

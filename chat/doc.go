@@ -18,7 +18,8 @@
 //     / x-conversation-id header (either name, any case); body and header that
 //     differ are 400 invalid_field body.conversation_id, the two headers that
 //     differ invalid_field headers.x-conversation-id. An empty string counts as
-//     absent; ids are at most 256 bytes. Without one a random (v4) UUID is
+//     absent; ids are at most 256 bytes (a header's also UTF-8, else
+//     invalid_field naming the header). Without one a random (v4) UUID is
 //     generated. The id is sent back under both header names on every answer
 //     once it is known, errors included.
 //  3. The alias: model when set; else provider gives <base>-<provider> (auto:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
@@ -248,15 +249,21 @@ func conversationID(r *http.Request, body *string) (string, error) {
 
 // headerConversationID returns the id of the gw-conversation-id or
 // x-conversation-id header ("" when neither is set). The two set to different
-// values is invalid_field headers.x-conversation-id.
+// values is invalid_field headers.x-conversation-id; one longer than
+// maxConversationIDLength or not UTF-8 (a body's id always is: it would list
+// as another id) is invalid_field naming that header.
 func headerConversationID(r *http.Request) (string, error) {
 	g := strings.TrimSpace(r.Header.Get(HeaderConversationID))
 	x := strings.TrimSpace(r.Header.Get(HeaderXConversationID))
+	badID := func(id string) bool { return len(id) > maxConversationIDLength || !utf8.ValidString(id) }
+	const badMsg = "The conversation id must be at most %d bytes of UTF-8."
 	switch {
 	case g != "" && x != "" && g != x:
 		return "", invalid("headers.x-conversation-id", "gw-conversation-id and x-conversation-id name different conversations.")
-	case len(g) > maxConversationIDLength || len(x) > maxConversationIDLength:
-		return "", invalid("headers.gw-conversation-id", "The conversation id must be at most %d bytes.", maxConversationIDLength)
+	case badID(g):
+		return "", invalid("headers.gw-conversation-id", badMsg, maxConversationIDLength)
+	case badID(x):
+		return "", invalid("headers.x-conversation-id", badMsg, maxConversationIDLength)
 	case g != "":
 		return g, nil
 	}

@@ -1,0 +1,843 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway"
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/store/memstore"
+	"github.com/chatgw/gateway/upstream"
+	"github.com/chatgw/gateway/upstream/upstreamtest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// The fuzz targets of this file send arbitrary bodies, query strings and header
+// values to the gateway's request-taking routes and check the project rule: bad
+// input gets a catalogued error envelope with the catalog's status and type and
+// a sensible param, never a panic, a 5xx or an uncatalogued code, and a failing
+// request changes nothing stored.
+//
+// For every answer they check:
+//   - the status is 2xx or 4xx; a 4xx is the envelope
+//     {"error":{"type","code","message","param"},"gw_code"} of a catalogued
+//     code; missing_field and invalid_field name a param (a location such as
+//     body.x, query.x, headers.x on the gateway's own schemas, the OpenAI
+//     field name on the /v1 passthroughs; a headers.x param names a header the
+//     request sent); a code whose catalog row names a param carries exactly it;
+//   - no 5xx at all: every model backend (local, cloudA, cloudB) is the same
+//     upstreamtest fake, which answers every call at once and normally, so a
+//     storage or internal error is a defect and an upstream_* code (or
+//     upstream_bad_request) means the gateway sent something no backend could
+//     take; an answer slower than slowAnswer is a hang;
+//   - every JSON body sent upstream is one object with a string model and
+//     neither a top-level user_id nor attachments;
+//   - a 2xx JSON answer is valid JSON, a stream ends with data: [DONE] and
+//     not with gw.error;
+//   - the stored conversations "keep" (of u1) and "theirs" (of u2) are
+//     unchanged by a failing request (and by any request but a successful
+//     chat of their owner, which only appends), and a failing request commits
+//     no store write at all.
+//
+// Each input runs against a fresh gateway (fresh in-memory store, quotas and
+// confirm tokens), so a failure reproduces from its input alone. The seeds
+// (and the regression inputs in testdata/fuzz) run as unit tests in the
+// default go test; with -fuzz the corpus also gets fieldVariants of every
+// seed. Fuzz with, for example:
+//
+//	go test -run '^$' -fuzz '^FuzzRoutes$' -fuzztime 60s -fuzzminimizetime 5s .
+//	go test -run '^$' -fuzz '^FuzzC1ChatStored$' -fuzztime 60s -fuzzminimizetime 5s .
+//
+// FUZZLOG=1 in the environment sends the gateway's log lines to stderr.
+
+// fuzzRoute is one route the fuzz targets send to.
+type fuzzRoute struct {
+	method, path string
+	// own: a schema of the gateway's own (/c1, memory, prompts, config, tools),
+	// whose missing_field and invalid_field params are locations (body.x,
+	// query.x, headers.x); elsewhere (the /v1 passthroughs) they are OpenAI
+	// field names.
+	own bool
+	// header receives the fuzzed header value, when it is not empty.
+	header string
+	// pathParam: the fuzzed query string is path-escaped into the last path
+	// segment instead of being the query.
+	pathParam bool
+	// multipart: the body is sent as multipart/form-data with fuzzBoundary.
+	multipart bool
+	// seeds are bodies (or, for GET routes, query strings) of the corpus.
+	seeds []string
+}
+
+const fuzzBoundary = "fuzzboundary"
+
+// slowAnswer is the longest a request may take: the fake backend answers at
+// once, so a slower answer is a hang.
+const slowAnswer = 2 * time.Second
+
+// fuzzRoutes are indexed by the fuzz input's route byte (modulo their count).
+var fuzzRoutes = []fuzzRoute{
+	{method: "POST", path: "/v1/chat/completions", header: "GW-Cloud-Consent", seeds: []string{
+		`{"model":"lm-4-scout","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"lm-4-scout-local","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"lm-reasoner","max_tokens":5,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"x"}]}`,
+		`{"model":"lm-vision","messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}}]}]}`,
+		`{"model":"lm-4-scout","messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"sunny"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{}}}]}`,
+		`{"model":"lm-4-scout","messages":[{"role":"user","content":"summarise"}],"attachments":[{"kind":"document","doc_name":"plan.txt","content":"step 1"},{"kind":"image","url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}]}`,
+		`{"model":"lm-4-scout-cloudB","temperature":0.5,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}],"x_vendor":{"k":[1,2.50,null]}}`,
+	}},
+	{method: "POST", path: "/c1/chat", own: true, header: "X-Conversation-Id", seeds: []string{
+		`{"message":"hi"}`,
+		`{"conversation_id":"keep","message":"next","stream":false}`,
+		`{"conversation_id":"c1","message":"one","system_prompt":"sys","model":"lm-4-scout-local"}`,
+		`{"conversation_id":"c1","message":"three","max_tokens":50,"temperature":0.5,"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":"auto","response_format":{"type":"json_object"}}`,
+		`{"message":"hi","images":[{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==","detail":"low"}],"provider":"cloudA"}`,
+		`{"message":[{"type":"text","text":"hi"}],"keep_last_turns":0,"ephemeral":true,"stream":false}`,
+		`{"conversation_id":"keep","message":"summarise","stream":false,"attachments":[{"kind":"document","doc_name":"plan.txt","content":"step 1"}]}`,
+	}},
+	{method: "POST", path: "/v1/embeddings", seeds: []string{
+		`{"model":"lm-embed","input":"a"}`,
+		`{"model":"lm-embed","input":["a","b"]}`,
+		`{"model":"lm-embed","input":[1,2,3],"encoding_format":"float"}`,
+		`{"model":"lm-embed","input":[[1,2],[3]]}`,
+	}},
+	{method: "POST", path: "/v1/images/generations", seeds: []string{
+		`{"prompt":"a cat"}`,
+		`{"model":"lm-image","prompt":"a cat","size":"256x256","n":2,"ttl_hours":3,"response_format":"b64_json","user":"u-1"}`,
+		`{"prompt":"p","ttl_hours":168}`,
+	}},
+	{method: "POST", path: "/v1/audio/transcriptions", multipart: true, seeds: []string{
+		"--fuzzboundary\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nlm-transcribe\r\n--fuzzboundary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp3\"\r\nContent-Type: audio/mpeg\r\n\r\nID3\x00\x01\r\n--fuzzboundary--\r\n",
+	}},
+	{method: "POST", path: "/v1/tools/execute", own: true, header: "GW-User-Id", seeds: []string{
+		`{"inspect":true}`,
+		`{"name":"current_time","arguments":{"timezone":"Europe/Paris"}}`,
+		`{"name":"current_time","arguments":"{\"timezone\":\"UTC\"}"}`,
+		`{"name":"memory_remember","arguments":{"key":"k","value":"v","visibility":"private"}}`,
+		`{"name":"memory_remember","arguments":{"key":"k","value":"v","visibility":"public"}}`,
+		`{"name":"memory_forget","arguments":{"key":"name","visibility":"private"}}`,
+	}},
+	{method: "POST", path: "/v1/memory", own: true, header: "GW-User-Id", seeds: []string{
+		`{"key":"k","value":"v","visibility":"private"}`,
+		`{"key":"k","value":"v","visibility":"public","scope_id":"team"}`,
+	}},
+	{method: "PUT", path: "/v1/system-prompts/tenant", own: true, header: "GW-User-Id", seeds: []string{
+		`{"content":"Be kind."}`,
+	}},
+	{method: "PUT", path: "/v1/system-prompts/scope", own: true, header: "GW-User-Id", seeds: []string{
+		`{"content":"Team rules.","scope_id":"team"}`,
+		`{"content":"Default rules."}`,
+	}},
+	{method: "PUT", path: "/v1/system-prompts/user", own: true, header: "GW-User-Id", seeds: []string{
+		`{"content":"Call me Ada."}`,
+	}},
+	{method: "PUT", path: "/v1/tenant/config", own: true, seeds: []string{
+		`{"key":"default_model","value":"lm-4-scout-local"}`,
+		`{"key":"image_gen_rate_per_hour","value":50}`,
+		`{"key":"compact_keep_last_n","value":null}`,
+		`{"key":"image_max_ttl_hours","value":720}`,
+	}},
+	{method: "GET", path: "/c1/conversations", own: true, header: "GW-User-Id", seeds: []string{
+		"limit=1&offset=0", "limit=500", "offset=3", "limit=0",
+	}},
+	{method: "GET", path: "/v1/memory", own: true, header: "GW-User-Id", seeds: []string{
+		"visibility=private", "visibility=public&scope_id=team", "",
+	}},
+	{method: "GET", path: "/v1/memory/usage", own: true, header: "GW-User-Id", seeds: []string{
+		"visibility=private", "visibility=public&scope_id=default",
+	}},
+	{method: "DELETE", path: "/v1/memory", own: true, header: "GW-User-Id", seeds: []string{
+		"visibility=private&key=name", "visibility=public&key=k&scope_id=team",
+	}},
+	{method: "GET", path: "/v1/system-prompts/scope/versions", own: true, header: "GW-User-Id", seeds: []string{
+		"scope_id=team", "",
+	}},
+	{method: "GET", path: "/c1/conversations/", own: true, pathParam: true, header: "GW-User-Id", seeds: []string{
+		"keep", "theirs", "nope",
+	}},
+	{method: "PUT", path: "/v1/system-prompts/user/current/", own: true, pathParam: true, seeds: []string{
+		"1", "2", "0", "x",
+	}},
+	{method: "DELETE", path: "/v1/system-prompts/user/v/", own: true, pathParam: true, seeds: []string{
+		"1", "2", "18446744073709551616",
+	}},
+}
+
+// fuzzHarness is what the inputs of one fuzz worker share: the fake backend,
+// the upstream router over it (so connections are reused) and the tokens.
+type fuzzHarness struct {
+	catalog  *upstream.Catalog
+	backends upstream.Backends
+	router   *upstream.Router
+	tokens   *auth.Catalog
+
+	mu  sync.Mutex
+	bad []string // JSON bodies sent upstream that break the forwarding rules
+}
+
+func newFuzzHarness(f *testing.F) *fuzzHarness {
+	f.Helper()
+	h := &fuzzHarness{}
+	fake := upstreamtest.NewHandler(upstreamtest.Config{DiscardCalls: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			b, _ := io.ReadAll(r.Body)
+			if msg := checkForwarded(b); msg != "" {
+				h.mu.Lock()
+				h.bad = append(h.bad, msg)
+				h.mu.Unlock()
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	f.Cleanup(func() { fake.Close(); srv.CloseClientConnections(); srv.Close() })
+	cat, err := upstream.DefaultCatalog()
+	if err != nil {
+		f.Fatal(err)
+	}
+	h.catalog = cat
+	h.backends = upstream.Backends{LocalURL: srv.URL + "/v1", CloudAURL: srv.URL + "/v1", CloudBURL: srv.URL + "/v1"}
+	h.router, err = upstream.NewRouter(cat, h.backends, upstream.WithLogger(fuzzLogger()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { h.router.Close() })
+	h.tokens = auth.MustStatic(
+		[]*auth.Tenant{{
+			ID:       "acme",
+			Settings: auth.Settings{CloudDocConsent: true},
+			Quotas:   map[string]auth.Quota{"lm-4-scout-cloudB": {RequestsPerDay: 1000}},
+		}},
+		map[string]auth.StaticToken{"admin": {Tenant: "acme", Role: auth.RoleTenantAdmin}})
+	return h
+}
+
+// checkForwarded says what is wrong with a JSON body the gateway sent
+// upstream: it must be one JSON object with a string model, and hold neither a
+// top-level user_id nor attachments (converted before forwarding).
+func checkForwarded(b []byte) string {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil || top == nil {
+		return fmt.Sprintf("not a JSON object (%v): %q", err, b)
+	}
+	var model string
+	if json.Unmarshal(top["model"], &model) != nil || model == "" {
+		return fmt.Sprintf("no string model: %q", b)
+	}
+	for _, k := range []string{"user_id", "attachments"} {
+		if _, ok := top[k]; ok {
+			return fmt.Sprintf("forwards %s: %q", k, b)
+		}
+	}
+	return ""
+}
+
+// badForwarded returns the number of bad bodies sent upstream so far, and
+// the last one.
+func (h *fuzzHarness) badForwarded() (int, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.bad) == 0 {
+		return 0, ""
+	}
+	return len(h.bad), h.bad[len(h.bad)-1]
+}
+
+// fuzzGateway is one input's gateway and its store.
+type fuzzGateway struct {
+	g  *gateway.Gateway
+	st *watchStore
+}
+
+// newGateway returns a fresh gateway with two stored conversations: "keep" of
+// u1 and "theirs" of u2, each one turn with a system prompt.
+func (h *fuzzHarness) newGateway(t *testing.T) *fuzzGateway {
+	t.Helper()
+	st := &watchStore{Store: memstore.New()}
+	g, err := gateway.New(
+		gateway.WithStore(st),
+		gateway.WithTokenCatalog(h.tokens),
+		gateway.WithCatalog(h.catalog),
+		gateway.WithBackends(h.backends),
+		gateway.WithUpstream(h.router),
+		gateway.WithClock(clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))),
+		gateway.WithLogger(fuzzLogger()),
+		gateway.WithRateLimit(1e9, 1e9),
+		gateway.WithBodyLimit(64<<10),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	fg := &fuzzGateway{g: g, st: st}
+	for _, c := range []struct{ user, id string }{{"u1", "keep"}, {"u2", "theirs"}} {
+		body := `{"conversation_id":"` + c.id + `","message":"first","system_prompt":"sys","stream":false}`
+		if rec := fg.serve("POST", "/c1/chat", c.user, nil, []byte(body)); rec.Code != 200 {
+			t.Fatalf("seeding conversation %s: %d %s", c.id, rec.Code, rec.Body)
+		}
+	}
+	return fg
+}
+
+// serve sends one request as the tenant admin, with GW-User-Id user unless
+// hdr overrides it.
+func (fg *fuzzGateway) serve(method, target, user string, hdr http.Header, body []byte) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, bytes.NewReader(body))
+	r.Header = requestHeader(user, hdr)
+	w := httptest.NewRecorder()
+	fg.g.ServeHTTP(w, r)
+	return w
+}
+
+// requestHeader is the header of a request as user (none when ""), with hdr
+// overriding the defaults.
+func requestHeader(user string, hdr http.Header) http.Header {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer admin")
+	h.Set("Content-Type", "application/json")
+	if user != "" {
+		h.Set("GW-User-Id", user)
+	}
+	for k, vs := range hdr {
+		h[k] = vs
+	}
+	return h
+}
+
+// conversation returns GET /c1/conversations/{id} as user.
+func (fg *fuzzGateway) conversation(t *testing.T, id, user string) string {
+	t.Helper()
+	rec := fg.serve("GET", "/c1/conversations/"+id, user, nil, nil)
+	if rec.Code != 200 {
+		t.Fatalf("GET /c1/conversations/%s: %d %s", id, rec.Code, rec.Body)
+	}
+	return rec.Body.String()
+}
+
+// snapshot is what the stored conversations look like.
+type snapshot struct{ keep, theirs string }
+
+func (fg *fuzzGateway) snapshot(t *testing.T) snapshot {
+	t.Helper()
+	return snapshot{keep: fg.conversation(t, "keep", "u1"), theirs: fg.conversation(t, "theirs", "u2")}
+}
+
+func FuzzRoutes(f *testing.F) {
+	for i, rt := range fuzzRoutes {
+		for _, s := range rt.seeds {
+			if rt.method == "GET" || rt.method == "DELETE" || rt.pathParam {
+				f.Add(uint8(i), s, "", []byte(nil))
+				continue
+			}
+			for _, b := range fuzzVariants(s) {
+				f.Add(uint8(i), "", "", []byte(b))
+			}
+			if fuzzing() && !rt.multipart {
+				for _, b := range fieldVariants(s) {
+					f.Add(uint8(i), "", "", b)
+				}
+			}
+		}
+	}
+	h := newFuzzHarness(f)
+	f.Fuzz(func(t *testing.T, route uint8, query, header string, body []byte) {
+		rt := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		target := rt.path
+		if rt.pathParam {
+			if query == "" {
+				return
+			}
+			target += url.PathEscape(query)
+		} else if query != "" {
+			target += "?" + query
+		}
+		if !validTarget(target) {
+			return
+		}
+		hdr := http.Header{}
+		if rt.multipart {
+			hdr.Set("Content-Type", "multipart/form-data; boundary="+fuzzBoundary)
+		}
+		if header != "" && rt.header != "" {
+			v, ok := wireHeaderValue(header)
+			if !ok {
+				return
+			}
+			hdr.Set(rt.header, v)
+		}
+		fg := h.newGateway(t)
+		before := fg.snapshot(t)
+		commits := fg.st.commits()
+		nbad, _ := h.badForwarded()
+		start := time.Now()
+		rec := fg.serve(rt.method, target, "u1", hdr, body)
+		if n, last := h.badForwarded(); n > nbad {
+			t.Errorf("%s %s sent upstream a body that is %s", rt.method, target, last)
+		}
+		if d := time.Since(start); d > slowAnswer {
+			t.Errorf("%s %s took %v", rt.method, target, d)
+		}
+		failed := checkAnswer(t, rt, requestHeader("u1", hdr), rec)
+		after := fg.snapshot(t)
+		checkStored(t, rt.path, "u1", failed, before, after)
+		if n := fg.st.commits() - commits; failed && n > 0 {
+			t.Errorf("a failing request committed %d store writes", n)
+		}
+	})
+}
+
+// FuzzC1ChatStored fuzzes POST /c1/chat (body, conversation-id header, and
+// GW-User-Id, u1 when empty) with the conversations "keep" (of u1) and
+// "theirs" (of u2) stored: a failing request leaves both as they were and
+// commits nothing; a successful one only appends to the caller's own, and an
+// acknowledged turn reads back from GET /c1/conversations/{id}.
+func FuzzC1ChatStored(f *testing.F) {
+	for _, s := range []string{
+		`{"conversation_id":"keep","message":"next","stream":false}`,
+		`{"conversation_id":"keep","message":"next"}`,
+		`{"conversation_id":"keep","message":"next","system_prompt":"late","keep_last_turns":0}`,
+		`{"conversation_id":"keep","message":[{"type":"text","text":"hi"}],"ephemeral":true}`,
+		`{"conversation_id":"keep","message":"hi","images":[{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}]}`,
+		`{"conversation_id":"keep","message":"hi","max_tokens":0}`,
+		`{"conversation_id":"keep","message":"x","model":"lm-4-scout","attachments":[{"kind":"document","doc_name":"a","content":"b"}]}`,
+		`{"conversation_id":"theirs","message":"steal","stream":false}`,
+		`{"message":"hi","stream":false}`,
+	} {
+		for _, b := range fuzzVariants(s) {
+			f.Add([]byte(b), "", false, "")
+		}
+		if fuzzing() {
+			for _, b := range fieldVariants(s) {
+				f.Add(b, "", false, "")
+			}
+		}
+	}
+	f.Add([]byte(`{"message":"next","stream":false}`), "keep", false, "")
+	f.Add([]byte(`{"message":"next"}`), "keep", true, "")
+	f.Add([]byte(`{"message":"next","conversation_id":"keep"}`), "theirs", true, "")
+	f.Add([]byte(`{"message":"next","stream":false}`), "theirs", false, "u2")
+	f.Add([]byte(`{"message":"next","stream":false,"conversation_id":"new"}`), "", false, "zoë")
+	rt := fuzzRoutes[1]
+	h := newFuzzHarness(f)
+	f.Fuzz(func(t *testing.T, body []byte, convID string, gwHeader bool, user string) {
+		hdr := http.Header{}
+		if convID != "" {
+			v, ok := wireHeaderValue(convID)
+			if !ok {
+				return
+			}
+			name := "X-Conversation-Id"
+			if gwHeader {
+				name = "Gw-Conversation-Id"
+			}
+			hdr.Set(name, v)
+		}
+		if user == "" {
+			user = "u1"
+		} else if v, ok := wireHeaderValue(user); ok {
+			user = v
+		} else {
+			return
+		}
+		fg := h.newGateway(t)
+		before := fg.snapshot(t)
+		commits := fg.st.commits()
+		nbad, _ := h.badForwarded()
+		start := time.Now()
+		rec := fg.serve("POST", "/c1/chat", user, hdr, body)
+		if n, last := h.badForwarded(); n > nbad {
+			t.Errorf("POST /c1/chat sent upstream a body that is %s", last)
+		}
+		if d := time.Since(start); d > slowAnswer {
+			t.Errorf("POST /c1/chat took %v", d)
+		}
+		failed := checkAnswer(t, rt, requestHeader(user, hdr), rec)
+		after := fg.snapshot(t)
+		checkStored(t, "/c1/chat", user, failed, before, after)
+		if n := fg.st.commits() - commits; failed && n > 0 {
+			t.Errorf("a failing request committed %d store writes", n)
+		}
+		var q struct{ Ephemeral *bool }
+		json.Unmarshal(body, &q) // the gateway accepted it: it is valid
+		if id := rec.Header().Get("Gw-Conversation-Id"); !failed && (q.Ephemeral == nil || !*q.Ephemeral) {
+			// Read back as the caller.
+			if strings.Contains(id, "/") {
+				return // not addressable by GET /c1/conversations/{id} (see the report)
+			}
+			got := fg.serve("GET", "/c1/conversations/"+url.PathEscape(id), user, nil, nil)
+			if got.Code != 200 {
+				t.Fatalf("acknowledged turn of conversation %q does not read back: %d %s", id, got.Code, got.Body)
+			}
+			if msgs := messagesOf(t, got.Body.String()); len(msgs) < 2 || !bytes.Contains(msgs[len(msgs)-1], []byte(`"assistant"`)) {
+				t.Errorf("conversation %q does not end with the reply: %s", id, got.Body)
+			}
+		}
+	})
+}
+
+// fuzzVariants returns s and some cuts of it: after the first colon, after the
+// first opening bracket, at the middle, and without its last byte.
+func fuzzVariants(s string) []string {
+	out := []string{s}
+	if i := strings.IndexByte(s, ':'); i >= 0 {
+		out = append(out, s[:i+1])
+	}
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		out = append(out, s[:i+1])
+	}
+	if len(s) > 1 {
+		out = append(out, s[:len(s)/2], s[:len(s)-1])
+	}
+	return out
+}
+
+// fuzzing reports whether the test binary runs with -fuzz: then the seeds
+// include fieldVariants, too many for the default go test.
+func fuzzing() bool {
+	fl := flag.Lookup("test.fuzz")
+	return fl != nil && fl.Value.String() != ""
+}
+
+// edgeValues replace one value at a time in fieldVariants.
+var edgeValues = []string{`null`, `""`, `"x"`, `0`, `-1`, `1.5`, `1e400`, `4294967296`, `true`,
+	`[]`, `{}`, `[null]`, `"\ud800"`, `"user_id"`}
+
+// fieldVariants returns the JSON document s with, in turn, each value at any
+// depth replaced by each of edgeValues, and each member removed.
+func fieldVariants(s string) [][]byte {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var doc any
+	if dec.Decode(&doc) != nil {
+		return nil
+	}
+	var out [][]byte
+	var walk func(v any, set func(any), del func())
+	walk = func(v any, set func(any), del func()) {
+		for _, e := range edgeValues {
+			set(json.RawMessage(e))
+			if b, err := json.Marshal(doc); err == nil {
+				out = append(out, b)
+			}
+		}
+		set(v)
+		if del != nil {
+			del()
+			if b, err := json.Marshal(doc); err == nil {
+				out = append(out, b)
+			}
+			set(v)
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(v[k], func(x any) { v[k] = x }, func() { delete(v, k) })
+			}
+		case []any:
+			for i, c := range v {
+				walk(c, func(x any) { v[i] = x }, nil)
+			}
+		}
+	}
+	if m, ok := doc.(map[string]any); ok {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			walk(m[k], func(x any) { m[k] = x }, func() { delete(m, k) })
+		}
+	}
+	return out
+}
+
+// validTarget reports whether target can be sent on a request line.
+func validTarget(target string) bool {
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c <= ' ' || c == 0x7f || c == '#' {
+			return false
+		}
+	}
+	_, err := url.ParseRequestURI(target)
+	return err == nil
+}
+
+// wireHeaderValue returns v as a server would receive it (without leading and
+// trailing blanks), or false when it cannot be sent in a header.
+func wireHeaderValue(v string) (string, bool) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return "", false
+		}
+	}
+	v = strings.Trim(v, " \t")
+	return v, v != ""
+}
+
+// checkAnswer checks one answer against the error rules and reports whether
+// the request failed (an error status, or a stream ended by gw.error).
+func checkAnswer(t *testing.T, rt fuzzRoute, sent http.Header, rec *httptest.ResponseRecorder) (failed bool) {
+	t.Helper()
+	body := rec.Body.Bytes()
+	ct := rec.Header().Get("Content-Type")
+	if rec.Header().Get("X-Request-Id") == "" {
+		t.Errorf("no x-request-id")
+	}
+	switch {
+	case rec.Code >= 500 || rec.Code < 200 || (rec.Code >= 300 && rec.Code < 400):
+		t.Fatalf("%s %s answered %d: %s", rt.method, rt.path, rec.Code, body)
+	case rec.Code >= 400:
+		checkEnvelope(t, rt, sent, rec.Code, ct, body)
+		return true
+	case len(body) == 0:
+		t.Fatalf("%s %s answered %d with an empty body", rt.method, rt.path, rec.Code)
+	case strings.HasPrefix(ct, "text/event-stream"):
+		if bytes.Contains(body, []byte("event: gw.error")) {
+			t.Errorf("%s %s: stream ended by gw.error: %s", rt.method, rt.path, body)
+			return true
+		}
+		if !bytes.HasSuffix(body, []byte("data: [DONE]\n\n")) {
+			t.Errorf("%s %s: stream does not end with data: [DONE]: %q", rt.method, rt.path, body)
+		}
+	case strings.HasPrefix(ct, "application/json"):
+		if !json.Valid(body) {
+			t.Errorf("%s %s answered %d with invalid JSON: %q", rt.method, rt.path, rec.Code, body)
+		}
+	}
+	return false
+}
+
+// checkEnvelope checks an error answer: the envelope's shape, a catalogued code
+// with its status and type, and a param where the rules say.
+func checkEnvelope(t *testing.T, rt fuzzRoute, sent http.Header, status int, ct string, body []byte) {
+	t.Helper()
+	if ct != "application/json" {
+		t.Errorf("error Content-Type = %q", ct)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		t.Fatalf("error body is not a JSON object: %v: %q", err, body)
+	}
+	for k := range top {
+		switch k {
+		case "error", "gw_code", "available_fallbacks", "required_consents":
+		default:
+			t.Errorf("unexpected top-level field %q in %s", k, body)
+		}
+	}
+	var e map[string]json.RawMessage
+	if err := json.Unmarshal(top["error"], &e); err != nil {
+		t.Fatalf("error is not an object: %s", body)
+	}
+	if diff := cmp.Diff([]string{"code", "message", "param", "type"}, sortedKeys(e)); diff != "" {
+		t.Errorf("error keys mismatch (-want +got):\n%s\n%s", diff, body)
+	}
+	var env struct {
+		Error struct {
+			Type    string  `json:"type"`
+			Code    string  `json:"code"`
+			Message string  `json:"message"`
+			Param   *string `json:"param"`
+		} `json:"error"`
+		GWCode string `json:"gw_code"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatalf("error envelope: %v: %s", err, body)
+	}
+	code := errcat.Code(env.Error.Code)
+	if !errcat.Known(code) {
+		t.Fatalf("code %q is not in the catalog: %s", code, body)
+	}
+	entry := errcat.Lookup(code)
+	got := []any{status, env.Error.Type, env.GWCode}
+	want := []any{entry.HTTPStatus, string(entry.Type), env.Error.Code}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status, type, gw_code of %s mismatch (-want +got):\n%s", code, diff)
+	}
+	if env.Error.Message == "" {
+		t.Errorf("empty message: %s", body)
+	}
+	switch code {
+	case errcat.UpstreamBadRequest, errcat.UpstreamError, errcat.UpstreamTimeout, errcat.UpstreamUnavailable:
+		t.Errorf("%s %s: the fake backend answers every call, yet %s: %s", rt.method, rt.path, code, body)
+	case errcat.CloudConsentRequired:
+		if _, ok := top["required_consents"]; !ok {
+			t.Errorf("cloud_consent_required without required_consents: %s", body)
+		}
+	case errcat.CloudBDailyQuotaExhausted:
+		if _, ok := top["available_fallbacks"]; !ok {
+			t.Errorf("cloudB_daily_quota_exhausted without available_fallbacks: %s", body)
+		}
+	}
+	p := env.Error.Param
+	if p != nil && *p == "" {
+		t.Errorf("empty param: %s", body)
+	}
+	switch code {
+	case errcat.InvalidField, errcat.MissingField:
+		switch {
+		case p == nil:
+			t.Errorf("%s without param: %s", code, body)
+		case *p == "body.user_id" || *p == "query.user_id":
+		case code == errcat.InvalidField && strings.HasPrefix(*p, "headers.") && sent.Get(strings.TrimPrefix(*p, "headers.")) == "":
+			t.Errorf("invalid_field %q names a header the request did not send: %s", *p, body)
+		case rt.path == "/v1/tools/execute" && strings.HasPrefix(*p, "arguments."):
+			// A tool's own arguments are named "arguments.<field>" on every path
+			// that runs tools (package tools), not "body.arguments.<field>".
+		case rt.own && !hasAnyPrefix(*p, "body.", "query.", "headers.") && *p != "level":
+			t.Errorf("%s on %s: param %q is not a location (body., query., headers.): %s", code, rt.path, *p, body)
+		case !rt.own && strings.HasPrefix(*p, "body."):
+			t.Errorf("%s on the passthrough %s: param %q should be the OpenAI field name: %s", code, rt.path, *p, body)
+		}
+	case errcat.InvalidJSON:
+		if p != nil {
+			t.Errorf("invalid_json with param %q: %s", *p, body)
+		}
+	case errcat.ContentBlocked:
+	default:
+		if tp := entry.TypicalParam; tp != nil && (p == nil || *p != *tp) {
+			t.Errorf("%s: param = %v, want %q: %s", code, deref(p), *tp, body)
+		}
+	}
+}
+
+// checkStored checks the stored conversations "keep" (of u1) and "theirs"
+// (of u2) after a request of user to path: unchanged when it failed or is not
+// a chat; when a chat succeeded, the other user's is unchanged and the
+// caller's lost nothing (its old messages are a prefix).
+func checkStored(t *testing.T, path, user string, failed bool, before, after snapshot) {
+	t.Helper()
+	for _, c := range []struct{ owner, before, after string }{
+		{"u1", before.keep, after.keep},
+		{"u2", before.theirs, after.theirs},
+	} {
+		if failed || path != "/c1/chat" || user != c.owner {
+			if diff := cmp.Diff(c.before, c.after); diff != "" {
+				t.Errorf("stored conversation of %s changed (-before +after):\n%s", c.owner, diff)
+			}
+			continue
+		}
+		old, cur := messagesOf(t, c.before), messagesOf(t, c.after)
+		if len(cur) < len(old) {
+			t.Fatalf("conversation of %s lost messages: %d -> %d", c.owner, len(old), len(cur))
+		}
+		if diff := cmp.Diff(old, cur[:len(old)]); diff != "" {
+			t.Errorf("stored messages of %s changed (-before +after):\n%s", c.owner, diff)
+		}
+	}
+}
+
+func messagesOf(t *testing.T, conv string) []json.RawMessage {
+	t.Helper()
+	var c struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(conv), &c); err != nil {
+		t.Fatalf("conversation: %v: %s", err, conv)
+	}
+	return c.Messages
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func hasAnyPrefix(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func deref(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// watchStore counts the transactions that committed writes.
+type watchStore struct {
+	store.Store
+	mu sync.Mutex
+	n  int
+}
+
+func (s *watchStore) commits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+func (s *watchStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return s.watch(ctx, s.Store.Update, fn)
+}
+
+func (s *watchStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	return s.watch(ctx, s.Store.Batch, fn)
+}
+
+func (s *watchStore) watch(ctx context.Context, run func(context.Context, func(store.Tx) error) error, fn func(store.Tx) error) error {
+	var wrote bool // of the last run of fn, the one that commits
+	err := run(ctx, func(tx store.Tx) error {
+		wrote = false
+		return fn(&watchTx{Tx: tx, wrote: &wrote})
+	})
+	if err == nil && wrote {
+		s.mu.Lock()
+		s.n++
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// watchTx notes a successful Put or Delete.
+type watchTx struct {
+	store.Tx
+	wrote *bool
+}
+
+func (t *watchTx) Put(bucket, key, value []byte) error {
+	err := t.Tx.Put(bucket, key, value)
+	if err == nil {
+		*t.wrote = true
+	}
+	return err
+}
+
+func (t *watchTx) Delete(bucket, key []byte) error {
+	err := t.Tx.Delete(bucket, key)
+	if err == nil {
+		*t.wrote = true
+	}
+	return err
+}
+
+func fuzzLogger() *slog.Logger {
+	if os.Getenv("FUZZLOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}

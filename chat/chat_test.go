@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -193,6 +194,8 @@ func TestConversationID(t *testing.T) {
 		{"x header too long", "x-conversation-id", strings.Repeat("c", 257), "headers.x-conversation-id"},
 		{"gw header not UTF-8", "gw-conversation-id", "c\xff", "headers.gw-conversation-id"},
 		{"x header not UTF-8", "x-conversation-id", "c\xff", "headers.x-conversation-id"},
+		{"gw header with a slash", "gw-conversation-id", "a/b", "headers.gw-conversation-id"},
+		{"x header with a slash", "x-conversation-id", "a/b", "headers.x-conversation-id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -202,6 +205,15 @@ func TestConversationID(t *testing.T) {
 			}
 			if e.history(t, "t1", "alice", tc.id) != nil {
 				t.Errorf("conversation %q stored", tc.id)
+			}
+		})
+	}
+	for _, id := range []string{"a/b", "/", `a\u0001b`, `tab\there`} { // JSON escapes
+		t.Run("body id "+strconv.Quote(id), func(t *testing.T) {
+			e := newEnv(t)
+			rec := e.post(t, "alice", `{"message":"hi","conversation_id":"`+id+`"}`)
+			if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 400 || code != "invalid_field" || param != "body.conversation_id" {
+				t.Errorf("= %d %s %s; want 400 invalid_field body.conversation_id", rec.Code, code, param)
 			}
 		})
 	}

@@ -239,12 +239,25 @@ func conversationID(r *http.Request, body *string) (string, error) {
 	switch {
 	case len(b) > maxConversationIDLength:
 		return "", invalid("body.conversation_id", "conversation_id must be at most %d bytes.", maxConversationIDLength)
+	case unaddressable(b):
+		return "", invalid("body.conversation_id", unaddressableMsg)
 	case b != "" && h != "" && b != h:
 		return "", invalid("body.conversation_id", "conversation_id differs from the conversation-id header.")
 	case b != "":
 		return b, nil
 	}
 	return h, nil
+}
+
+// unaddressableMsg says why an id with a slash or a control character is
+// refused.
+const unaddressableMsg = "conversation_id must not contain / or control characters: GET /c1/conversations/{id} could not address it."
+
+// unaddressable reports an id that the conversation routes could not address:
+// a slash splits the path (even encoded, as %2F), and control characters do
+// not travel in a URL or a header.
+func unaddressable(id string) bool {
+	return strings.ContainsFunc(id, func(c rune) bool { return c == '/' || c < 0x20 || c == 0x7f })
 }
 
 // headerConversationID returns the id of the gw-conversation-id or
@@ -255,8 +268,10 @@ func conversationID(r *http.Request, body *string) (string, error) {
 func headerConversationID(r *http.Request) (string, error) {
 	g := strings.TrimSpace(r.Header.Get(HeaderConversationID))
 	x := strings.TrimSpace(r.Header.Get(HeaderXConversationID))
-	badID := func(id string) bool { return len(id) > maxConversationIDLength || !utf8.ValidString(id) }
-	const badMsg = "The conversation id must be at most %d bytes of UTF-8."
+	badID := func(id string) bool {
+		return len(id) > maxConversationIDLength || !utf8.ValidString(id) || unaddressable(id)
+	}
+	const badMsg = "The conversation id must be at most %d bytes of UTF-8, without / or control characters."
 	switch {
 	case g != "" && x != "" && g != x:
 		return "", invalid("headers.x-conversation-id", "gw-conversation-id and x-conversation-id name different conversations.")

@@ -140,9 +140,10 @@ func (g *Gateway) wireFamilies() error {
 		return fmt.Errorf("gateway: tool registry: %w", err)
 	}
 	g.tools = reg
-	// One Accountant for /v1 and /c1: a tenant's daily budget for an alias is
-	// shared by both. available_fallbacks are chosen from the catalog with
-	// backend statuses, so that an unconfigured backend is not offered.
+	// One Accountant for /v1, /c1 and /a1 agent chat: a tenant's daily budget
+	// for an alias is shared by all three. available_fallbacks are chosen from
+	// the catalog with backend statuses, so that an unconfigured backend is not
+	// offered.
 	quotas := quota.New(c.clock, g.catalog)
 	g.openai = openai.New(openai.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
@@ -164,12 +165,13 @@ func (g *Gateway) wireFamilies() error {
 		return fmt.Errorf("gateway: runs: %w", err)
 	}
 	g.closers = append(g.closers, g.runs.Close)
-	return g.wireAgents()
+	return g.wireAgents(quotas)
 }
 
 // wireAgents loads the agents and registers agent_call, which needs the agents
-// service, after the other tools.
-func (g *Gateway) wireAgents() error {
+// service, after the other tools. Agent chats count against quotas, the
+// Accountant of /v1 and /c1.
+func (g *Gateway) wireAgents(quotas *quota.Accountant) error {
 	c := &g.cfg
 	list, warnings, err := agents.Load(c.agentsDir, g.tools)
 	if err != nil {
@@ -181,7 +183,7 @@ func (g *Gateway) wireAgents() error {
 	g.agents, err = agents.New(agents.Config{
 		Agents: list, Tools: g.tools, Upstream: c.upstream, Catalog: g.catalog,
 		Store: c.store, Clock: c.clock, Logger: c.logger, Inject: g.mem.SystemContext,
-		Keepalive: c.keepalive,
+		Keepalive: c.keepalive, Quota: quotas,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: agents: %w", err)

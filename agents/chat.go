@@ -102,8 +102,13 @@ func decodeMessages(raw json.RawMessage) ([]json.RawMessage, error) {
 }
 
 // relay sends the final answer with the run's notices; with commit, the turn
-// is stored (through relay.Options.Commit) before it is acknowledged.
+// is stored (through relay.Options.Commit) before it is acknowledged. The final
+// round's quota ticket, if still open, is settled to the usage the relay saw
+// (the whole reservation without one).
 func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *final, capture *relay.Capture, commit func(context.Context) error) {
+	if capture == nil && fin.ticket != nil {
+		capture = new(relay.Capture)
+	}
 	notices := rn.notices
 	if rn.fallback != nil {
 		notices = append(notices, relay.BackendFallback(rn.fallback))
@@ -128,6 +133,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *fi
 		}
 	}
 	res := relay.Response(w, r, fin.resp, opts)
+	fin.ticket.Settle(capture.UsedTokens())
 	if !res.Complete {
 		level := slog.LevelInfo
 		if committed {
@@ -218,7 +224,7 @@ func (s *Service) callAgent(ctx context.Context, call tools.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	fin.resp.Body.Close()
+	fin.close()
 	out := CallResult{Agent: a.Name, Reply: fin.text}
 	for _, n := range rn.notices {
 		out.Notices = append(out.Notices, n.Code)

@@ -106,12 +106,12 @@ func (s *Service) summarise(ctx context.Context, rn *run, prev string, older []j
 	if err != nil {
 		return "", err
 	}
-	rn.alias = pf.Model.Alias
+	rn.alias, rn.model, rn.prompt = pf.Model.Alias, pf.Model, pf.PromptTokens
 	ans, err := s.round(ctx, rn, msgs, false, nil)
 	if err != nil {
 		return "", err
 	}
-	defer ans.final.resp.Body.Close()
+	defer ans.final.close()
 	return strings.TrimSpace(ans.final.text), nil
 }
 

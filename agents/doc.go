@@ -7,7 +7,8 @@
 //	list, warnings, err := agents.Load(dir, reg) // err: gatewayd refuses to start
 //	for _, w := range warnings { log.Warn(w.String()) }
 //	svc, err := agents.New(agents.Config{Agents: list, Tools: reg, Upstream: up, Catalog: cat,
-//		Store: st, Clock: clk, Logger: logger, Inject: mem.SystemContext, Keepalive: ka})
+//		Store: st, Clock: clk, Logger: logger, Inject: mem.SystemContext, Keepalive: ka,
+//		Quota: quotas}) // the Accountant of /v1 and /c1
 //	err = reg.Register(svc.CallTool()) // agent_call needs the Service, so it comes after New
 //
 // Routes (path parameters :name and :sid; scopes and GW-User-Id rules):
@@ -101,6 +102,35 @@
 // loop goes on). A round without tools is relayed live at once. Nothing is
 // sent, not even keepalives, while tools run. An answer that starts with text
 // and then calls tools is relayed as the model sent it; its calls are not run.
+//
+// # Quotas
+//
+// With Config.Quota (the Accountant shared with /v1 and /c1), every upstream
+// call of an agent chat is admitted against the tenant's daily budget for the
+// agent's alias before it is made: each tool round, the final round, the
+// rounds of agent_call's nested chat and of a session message, and a
+// compaction's summary call. Each call counts one request against
+// requests_per_day. Its reservation is quota's default output reservation
+// (an agent request has no max_tokens: min(context_window - prompt estimate,
+// 4096)) plus the prompt estimate: the pre-flight estimate for the first round
+// and for the summary call; later rounds add, per message the tool loop
+// appended, internal/preflight's per-message cost plus the message's JSON
+// size at its bytes per token.
+//
+// A call is settled to the usage the upstream reported (usage.total_tokens of
+// a JSON answer; of a stream's usage chunk, which streamed rounds ask for with
+// stream_options.include_usage: read by the loop for a tool round, by the
+// relay's Capture for a relayed final round), to the whole reservation when
+// there is none (also a stream cut short), and cancelled when the upstream
+// call failed before any answer (the request stays counted).
+//
+// A refusal answers what /c1 answers: 429 model_quota_exhausted, or
+// cloudB_daily_quota_exhausted (param model, available_fallbacks) for an alias
+// pinned to cloudB, with Retry-After until 00:00 UTC, as a JSON error before
+// anything is streamed, also when a later tool round is refused (the earlier
+// rounds' tools did run, and their calls stay counted). A refusal of
+// agent_call's nested chat is that tool's error result, fed back to the
+// calling agent's model like any tool error.
 //
 // # agent_call
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/tools"
 	"github.com/chatgw/gateway/upstream"
@@ -39,6 +40,11 @@ type run struct {
 	fallback *upstream.Response // the last round answered by a fallback backend
 	applied  string
 	alias    string
+
+	// model is the catalog entry of alias and prompt the prompt estimate of
+	// the next upstream call, for the quota reservation.
+	model  *upstream.ModelInfo
+	prompt int
 }
 
 // final is the answer of the last round, to relay to the client.
@@ -49,6 +55,17 @@ type final struct {
 	// text is the reply's content when the loop read the whole answer (every
 	// non-streaming chat), "" otherwise.
 	text string
+	// ticket is the round's quota ticket while its usage is still to come
+	// (a stream handed over), nil when the round was settled already or has
+	// no budget. Whoever consumes resp settles it (relay, close).
+	ticket *quota.Ticket
+}
+
+// close closes the answer unread and settles its ticket, if still open, to
+// the whole reservation: the usage was not read.
+func (f *final) close() {
+	f.resp.Body.Close()
+	f.ticket.Settle(-1)
 }
 
 // roundBody is the upstream request of one round.
@@ -56,7 +73,9 @@ type roundBody struct {
 	Model    string            `json:"model"`
 	Messages []json.RawMessage `json:"messages"`
 	Stream   bool              `json:"stream"`
-	Tools    []toolDef         `json:"tools,omitempty"`
+	// StreamOptions asks a streamed round for its usage (quota settlement).
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	Tools         []toolDef      `json:"tools,omitempty"`
 }
 
 // toolDef is an OpenAI function-tool definition.
@@ -109,6 +128,7 @@ func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage)
 		return nil, err
 	}
 	rn.applied, rn.alias = pf.Applied(), pf.Model.Alias
+	rn.model, rn.prompt = pf.Model, pf.PromptTokens
 	var checked struct {
 		Messages []json.RawMessage `json:"messages"`
 	}
@@ -174,6 +194,9 @@ func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage)
 		}
 		history = append(history, assistantToolMessage(ans.content, kept))
 		history = append(history, results...)
+		for _, m := range history[len(history)-len(results)-1:] {
+			rn.prompt += messageTokens(m)
+		}
 	}
 }
 
@@ -227,14 +250,27 @@ type answer struct {
 // once and relayed live. Otherwise the answer is read until it is known to be
 // a tool call (read whole) or a text answer (handed over, with what was read
 // replayed first).
+//
+// The call is admitted against the tenant's quota first (a refusal is
+// returned before the upstream is called). Its ticket is cancelled when the
+// upstream call fails, settled here to the usage of an answer read whole (or
+// to the whole reservation when it had none or failed while being read), and
+// left on the final answer when the stream was handed over.
 func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage, withTools bool, defs []toolDef) (*answer, error) {
 	b := roundBody{Model: rn.alias, Messages: history, Stream: rn.stream}
+	if rn.stream {
+		b.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
 	if withTools {
 		b.Tools = defs
 	}
 	body, err := json.Marshal(b)
 	if err != nil {
 		return nil, errcat.Internal(err)
+	}
+	ticket, err := s.admit(rn)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := s.upstream.Do(ctx, &upstream.Request{
 		Alias:     rn.alias,
@@ -244,6 +280,7 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 		RequestID: rn.requestID,
 	})
 	if err != nil {
+		ticket.Cancel()
 		return nil, err
 	}
 	if resp.Fallback {
@@ -251,27 +288,36 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 	}
 	if isSSE(resp.Header, rn.stream) {
 		if !withTools {
-			return &answer{final: &final{resp: resp}}, nil
+			return &answer{final: &final{resp: resp, ticket: ticket}}, nil
 		}
-		return peekStream(resp)
+		ans, used, err := peekStream(resp)
+		if err == nil && ans.final != nil {
+			ans.final.ticket = ticket // the usage comes with the rest of the stream
+		} else {
+			ticket.Settle(used)
+		}
+		return ans, err
 	}
-	return readJSON(resp, withTools)
+	ans, used, err := readJSON(resp, withTools)
+	ticket.Settle(used)
+	return ans, err
 }
 
-// readJSON reads a whole JSON answer.
-func readJSON(resp *upstream.Response, withTools bool) (*answer, error) {
+// readJSON reads a whole JSON answer; used is its usage (-1: unknown).
+func readJSON(resp *upstream.Response, withTools bool) (ans *answer, used int64, err error) {
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	switch {
 	case err != nil:
-		return nil, readFailure(err)
+		return nil, -1, readFailure(err)
 	case !json.Valid(b):
-		return nil, readFailure(errors.New("agents: upstream answer is not JSON"))
+		return nil, -1, readFailure(errors.New("agents: upstream answer is not JSON"))
 	case isErrorObject(b):
-		return nil, readFailure(fmt.Errorf("agents: upstream answered an error object: %.512s", b))
+		return nil, -1, readFailure(fmt.Errorf("agents: upstream answered an error object: %.512s", b))
 	}
 	var cp completion
 	_ = json.Unmarshal(b, &cp)
+	used = usedTokens(cp.Usage)
 	var msg completionMessage
 	for _, c := range cp.Choices {
 		if c.Index == 0 {
@@ -280,19 +326,21 @@ func readJSON(resp *upstream.Response, withTools bool) (*answer, error) {
 	}
 	content := contentText(msg.Content)
 	if withTools && len(msg.ToolCalls) > 0 {
-		return &answer{content: content, calls: msg.ToolCalls}, nil
+		return &answer{content: content, calls: msg.ToolCalls}, used, nil
 	}
 	replay := *resp
 	replay.Body = io.NopCloser(bytes.NewReader(b))
-	return &answer{final: &final{resp: &replay, text: content}}, nil
+	return &answer{final: &final{resp: &replay, text: content}}, used, nil
 }
 
 // peekStream reads a streamed answer until its first content or tool-call
 // delta. Content first: the answer is final, and the stream is handed over
 // with the bytes read so far replayed. A tool call: the stream is read to its
 // end and the calls returned. Nothing reached the client yet, so a failure is
-// still an ordinary error answer.
-func peekStream(resp *upstream.Response) (*answer, error) {
+// still an ordinary error answer. used is the usage of a stream read to its
+// end (its usage chunk, asked for with stream_options), -1 when unknown; a
+// stream handed over leaves it to the relay.
+func peekStream(resp *upstream.Response) (ans *answer, used int64, err error) {
 	var rec bytes.Buffer
 	tee := io.TeeReader(resp.Body, &rec)
 	var (
@@ -300,11 +348,12 @@ func peekStream(resp *upstream.Response) (*answer, error) {
 		text   strings.Builder
 		isTool bool
 		done   bool
+		usage  json.RawMessage
 	)
 	for ev, err := range sse.Read(tee, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
 		if err != nil {
 			resp.Body.Close()
-			return nil, readFailure(err)
+			return nil, usedTokens(usage), readFailure(err)
 		}
 		if ev.Type != "" || ev.Data == "" {
 			continue
@@ -315,11 +364,14 @@ func peekStream(resp *upstream.Response) (*answer, error) {
 		}
 		if isErrorObject([]byte(ev.Data)) {
 			resp.Body.Close()
-			return nil, readFailure(fmt.Errorf("agents: upstream sent an error event: %.512s", ev.Data))
+			return nil, usedTokens(usage), readFailure(fmt.Errorf("agents: upstream sent an error event: %.512s", ev.Data))
 		}
 		var ch streamChunk
 		if json.Unmarshal([]byte(ev.Data), &ch) != nil {
 			continue
+		}
+		if !isNull(ch.Usage) {
+			usage = ch.Usage
 		}
 		for _, c := range ch.Choices {
 			if c.Index != 0 {
@@ -331,7 +383,7 @@ func peekStream(resp *upstream.Response) (*answer, error) {
 			}
 			if c.Delta.Content != nil {
 				if !isTool && *c.Delta.Content != "" {
-					return &answer{final: &final{resp: handOver(resp, rec.Bytes())}}, nil
+					return &answer{final: &final{resp: handOver(resp, rec.Bytes())}}, -1, nil
 				}
 				text.WriteString(*c.Delta.Content)
 			}
@@ -339,14 +391,15 @@ func peekStream(resp *upstream.Response) (*answer, error) {
 	}
 	if !done {
 		resp.Body.Close()
-		return nil, readFailure(errors.New("agents: upstream stream ended without [DONE]"))
+		return nil, usedTokens(usage), readFailure(errors.New("agents: upstream stream ended without [DONE]"))
 	}
 	if isTool {
 		resp.Body.Close()
-		return &answer{content: text.String(), calls: acc.calls()}, nil
+		return &answer{content: text.String(), calls: acc.calls()}, usedTokens(usage), nil
 	}
-	// An answer without content or tool calls: relay it as it came.
-	return &answer{final: &final{resp: handOver(resp, rec.Bytes())}}, nil
+	// An answer without content or tool calls: relay it as it came (the relay
+	// reads its usage again).
+	return &answer{final: &final{resp: handOver(resp, rec.Bytes())}}, -1, nil
 }
 
 // handOver returns resp with a body that replays read, then the rest of the
@@ -447,6 +500,7 @@ type completion struct {
 		Index   int               `json:"index"`
 		Message completionMessage `json:"message"`
 	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
 }
 
 type completionMessage struct {
@@ -463,6 +517,7 @@ type streamChunk struct {
 			ToolCalls []toolCallDelta `json:"tool_calls"`
 		} `json:"delta"`
 	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
 }
 
 type toolCallDelta struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/tools"
 	"github.com/chatgw/gateway/upstream"
@@ -61,6 +62,13 @@ type Config struct {
 	// keepalive comment. Zero means the relay's default (15 s); negative
 	// disables keepalives.
 	Keepalive time.Duration
+	// Quota keeps the tenants' daily per-model budgets (model_quota_exhausted,
+	// cloudB_daily_quota_exhausted). Every upstream call of an agent chat (each
+	// tool round, the final round, agent_call's nested chat, a compaction's
+	// summary) is admitted against the tenant's budget for the agent's alias;
+	// share the Accountant of /v1 and /c1 so that an agent cannot bypass it.
+	// Nil means no quotas.
+	Quota *quota.Accountant
 }
 
 // Service serves the /a1/agents family. Create it with New; it is safe for
@@ -76,6 +84,7 @@ type Service struct {
 	log       *slog.Logger
 	inject    func(ctx context.Context, tenantID, userID string) (string, error)
 	keepalive time.Duration
+	quota     *quota.Accountant
 }
 
 // New returns the agents service of c. It fails when a required field is nil,
@@ -101,6 +110,7 @@ func New(c Config) (*Service, error) {
 		log:       c.Logger,
 		inject:    c.Inject,
 		keepalive: c.Keepalive,
+		quota:     c.Quota,
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}

@@ -1,0 +1,46 @@
+package agents
+
+import (
+	"encoding/json"
+
+	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/internal/relay"
+)
+
+// streamOptions asks a streaming upstream for its final usage chunk, so that
+// a streamed round settles its quota ticket to the tokens really used (as
+// /c1 does). In a relayed final round the chunk (empty choices, usage)
+// reaches the client as it does from OpenAI when asked for.
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// admit asks the quota Accountant for a ticket for one upstream call of rn,
+// made against rn.model: quota's default output reservation (an agent
+// request carries no max_tokens) plus rn.prompt, the prompt estimate of the
+// call. A nil Accountant, or no budget for the alias, gives a nil ticket,
+// whose methods do nothing. A refusal is model_quota_exhausted or
+// cloudB_daily_quota_exhausted, exactly as on /c1.
+func (s *Service) admit(rn *run) (*quota.Ticket, error) {
+	if s.quota == nil {
+		return nil, nil
+	}
+	return s.quota.Admit(rn.principal.Tenant, rn.model, quota.Reserve(rn.model, rn.prompt, -1))
+}
+
+// messageTokens is the prompt estimate of a message the tool loop appends to
+// the history (an assistant message with its tool calls, a tool result): the
+// pre-flight estimate's per-message cost plus its size in bytes at
+// preflight.BytesPerToken, counting the whole JSON message, which errs high.
+func messageTokens(msg json.RawMessage) int {
+	return preflight.TokensPerMessage + (len(msg)+preflight.BytesPerToken-1)/preflight.BytesPerToken
+}
+
+// usedTokens reads an answer's usage object as the relay does:
+// usage.total_tokens, or -1 when it is absent or unreadable (Settle then
+// charges the whole reservation).
+func usedTokens(usage json.RawMessage) int64 {
+	c := relay.Capture{Usage: usage}
+	return c.UsedTokens()
+}

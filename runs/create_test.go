@@ -57,6 +57,10 @@ func TestCanonicalRepo(t *testing.T) {
 		{"https://[::1]:443/app", "https://[::1]/app"},
 		{"https://[::1]:8443/app", "https://[::1]:8443/app"},
 		{"https://example.com/a%2Fb", "https://example.com/a%2fb"},
+		{"https://github.com/acme/Ä", "https://github.com/acme/%c3%a4"},
+		{"https://github.com/acme/%C3%A4", "https://github.com/acme/%c3%a4"},
+		{"http://git%80hub.com/acme/app", ""},
+		{"https://gitäb.com/acme/app", ""},
 		{"", ""},
 		{"github.com/acme/app", ""},
 		{"git@github.com:acme/app.git", ""},
@@ -87,6 +91,27 @@ func TestCanonicalRepo(t *testing.T) {
 			t.Errorf("CanonicalRepo(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
 		}
 	}
+}
+
+// FuzzCanonicalRepo checks that a canonical repository URL is its own
+// canonical form and lower case, so that an allowlist entry always matches the
+// repo it names.
+func FuzzCanonicalRepo(f *testing.F) {
+	for _, s := range []string{"https://github.com/acme/app", "HTTPS://GitHub.com:443/Acme/App.git/", "https://github.com/acme/Ä", "https://example.com/a%2Fb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c, ok := runs.CanonicalRepo(raw)
+		if !ok {
+			return
+		}
+		if c != strings.ToLower(c) {
+			t.Errorf("CanonicalRepo(%q) = %q: not lower case", raw, c)
+		}
+		if again, ok := runs.CanonicalRepo(c); !ok || again != c {
+			t.Errorf("CanonicalRepo(%q) = %q, but CanonicalRepo of that = %q, %v", raw, c, again, ok)
+		}
+	})
 }
 
 func ExampleCanonicalRepo() {

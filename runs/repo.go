@@ -39,12 +39,18 @@ func CanonicalRepo(raw string) (string, bool) {
 		u.Fragment != "" || strings.Contains(raw, "#") {
 		return "", false
 	}
+	if strings.ContainsFunc(u.Host, notHostChar) {
+		return "", false
+	}
 	host := strings.TrimSuffix(u.Host, ":")
 	switch {
 	case u.Scheme == "https" && u.Port() == "443", u.Scheme == "http" && u.Port() == "80":
 		host = strings.TrimSuffix(host, ":"+u.Port())
 	}
-	path := strings.TrimRight(u.EscapedPath(), "/")
+	// The escaped path is lower-cased too: a non-ASCII path comes back with
+	// upper-case escapes (%C3%A4), and the canonical form must be its own
+	// canonical form, or an allowlist entry would not match itself.
+	path := strings.ToLower(strings.TrimRight(u.EscapedPath(), "/"))
 	path = strings.TrimRight(strings.TrimSuffix(path, ".git"), "/")
 	if path == "" {
 		return "", false
@@ -55,6 +61,13 @@ func CanonicalRepo(raw string) (string, bool) {
 		}
 	}
 	return u.Scheme + "://" + host + path, true
+}
+
+// notHostChar reports a character that has no place in a lower-cased host and
+// port: a host is an ASCII DNS name or an IP literal (url.Parse would
+// otherwise decode %-escapes in it into any bytes).
+func notHostChar(c rune) bool {
+	return !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.ContainsRune(".-:[]", c))
 }
 
 // allowedRepo reports whether the canonical repo is on the allowlist repos

@@ -1105,9 +1105,6 @@ func checkEnvelope(t *testing.T, rt fuzzRoute, sent http.Header, status int, ct 
 			// A path parameter that could not have been written (docs/decisions.md "/a1 RAG").
 		case code == errcat.InvalidField && strings.HasPrefix(*p, "headers.") && sent.Get(strings.TrimPrefix(*p, "headers.")) == "":
 			t.Errorf("invalid_field %q names a header the request did not send: %s", *p, body)
-		case rt.path == "/v1/tools/execute" && strings.HasPrefix(*p, "arguments."):
-			// A tool's own arguments are named "arguments.<field>" on every path
-			// that runs tools (package tools), not "body.arguments.<field>".
 		case rt.own && !hasAnyPrefix(*p, "body.", "query.", "headers.") && *p != "level":
 			t.Errorf("%s on %s: param %q is not a location (body., query., headers.): %s", code, rt.path, *p, body)
 		case !rt.own && strings.HasPrefix(*p, "body."):

@@ -207,6 +207,10 @@ func TestToolsAndConfirmTokens(t *testing.T) {
 	tok = first("red")
 	r = g.post(t, "/v1/tools/execute", tokGlobexMem, "alice", map[string]any{"name": "memory_remember", "arguments": args("red", tok)})
 	wantErr(t, r, 400, "invalid_request_error", "memory_confirm_required", "confirm_token", ref+": other tenant")
+	// an argument's field error names its place in the body (DECISIONS 8.2)
+	const loc = "DECISIONS 8.2: body.<field>, nested with dots"
+	wantErr(t, remember("alice", map[string]any{"value": "v", "visibility": "private"}), 400, "invalid_request_error", "missing_field", "body.arguments.key", loc)
+	wantErr(t, remember("alice", map[string]any{"key": "k", "value": "v", "visibility": "all"}), 400, "invalid_request_error", "invalid_field", "body.arguments.visibility", loc)
 	// private via the tool path writes at once
 	r = remember("alice", map[string]any{"key": "pet", "value": "cat", "visibility": "private"})
 	if wantStatus(t, r, 200, "DECISIONS 8.24: private memory_remember writes at once") {

@@ -57,16 +57,16 @@ func TestToolErrors(t *testing.T) {
 		args any
 		want apiErr
 	}{
-		{"no index", map[string]any{"query": "cat"}, wantErr(errcat.MissingField, "arguments.index")},
-		{"empty index", map[string]any{"index": "", "query": "cat"}, wantErr(errcat.InvalidField, "arguments.index")},
-		{"index a number", map[string]any{"index": 3, "query": "cat"}, wantErr(errcat.InvalidField, "arguments.index")},
-		{"no query", map[string]any{"index": "kb"}, wantErr(errcat.MissingField, "arguments.query")},
-		{"blank query", map[string]any{"index": "kb", "query": " "}, wantErr(errcat.InvalidField, "arguments.query")},
-		{"k zero", map[string]any{"index": "kb", "query": "cat", "k": 0}, wantErr(errcat.InvalidField, "arguments.k")},
-		{"k over max", map[string]any{"index": "kb", "query": "cat", "k": 51}, wantErr(errcat.InvalidField, "arguments.k")},
-		{"k a string", map[string]any{"index": "kb", "query": "cat", "k": "3"}, wantErr(errcat.InvalidField, "arguments.k")},
-		{"k a fraction", map[string]any{"index": "kb", "query": "cat", "k": 2.5}, wantErr(errcat.InvalidField, "arguments.k")},
-		{"unknown argument", map[string]any{"index": "kb", "query": "cat", "top": 3}, wantErr(errcat.InvalidField, "arguments.top")},
+		{"no index", map[string]any{"query": "cat"}, wantErr(errcat.MissingField, "body.arguments.index")},
+		{"empty index", map[string]any{"index": "", "query": "cat"}, wantErr(errcat.InvalidField, "body.arguments.index")},
+		{"index a number", map[string]any{"index": 3, "query": "cat"}, wantErr(errcat.InvalidField, "body.arguments.index")},
+		{"no query", map[string]any{"index": "kb"}, wantErr(errcat.MissingField, "body.arguments.query")},
+		{"blank query", map[string]any{"index": "kb", "query": " "}, wantErr(errcat.InvalidField, "body.arguments.query")},
+		{"k zero", map[string]any{"index": "kb", "query": "cat", "k": 0}, wantErr(errcat.InvalidField, "body.arguments.k")},
+		{"k over max", map[string]any{"index": "kb", "query": "cat", "k": 51}, wantErr(errcat.InvalidField, "body.arguments.k")},
+		{"k a string", map[string]any{"index": "kb", "query": "cat", "k": "3"}, wantErr(errcat.InvalidField, "body.arguments.k")},
+		{"k a fraction", map[string]any{"index": "kb", "query": "cat", "k": 2.5}, wantErr(errcat.InvalidField, "body.arguments.k")},
+		{"unknown argument", map[string]any{"index": "kb", "query": "cat", "top": 3}, wantErr(errcat.InvalidField, "body.arguments.top")},
 		{"unknown index", map[string]any{"index": "nope", "query": "cat"}, wantErr(errcat.IndexNotFound, "id")},
 		{"invalid index id", map[string]any{"index": "../kb", "query": "cat"}, wantErr(errcat.IndexNotFound, "id")},
 	}

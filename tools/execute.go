@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
@@ -66,7 +67,7 @@ func (r *Registry) Execute(w http.ResponseWriter, req *http.Request) {
 	call := Call{TenantID: p.Tenant.ID, UserID: httpx.UserID(req), Principal: p, Arguments: args}
 	result, err := r.Run(req.Context(), *body.Name, call)
 	if err != nil {
-		httpx.WriteError(w, req, err)
+		httpx.WriteError(w, req, locateInBody(err))
 		return
 	}
 	out, err := json.Marshal(result)
@@ -77,4 +78,19 @@ func (r *Registry) Execute(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(out, '\n'))
+}
+
+// locateInBody gives an argument's field error the location it has in the
+// request body (DECISIONS 8.2: "body.<field>", nested with dots): a tool names
+// its argument "arguments.key" wherever it is called from, and over HTTP that
+// is "body.arguments.key".
+func locateInBody(err error) error {
+	e := errcat.As(err)
+	if (e.Code != errcat.MissingField && e.Code != errcat.InvalidField) ||
+		!strings.HasPrefix(e.Param, "arguments") {
+		return err
+	}
+	located := *e
+	located.Param = "body." + e.Param
+	return &located
 }

@@ -23,7 +23,8 @@
 // is 400 missing_field "body.name"; arguments that are not an object are 400
 // invalid_field "body.arguments"; a field of the arguments that is missing or
 // wrong is 400 missing_field / invalid_field "arguments.<field>" (see
-// DecodeArgs); a tool whose Scope the token lacks is 403 forbidden. Other errors
+// DecodeArgs), which POST /v1/tools/execute answers as
+// "body.arguments.<field>", its place in the request; a tool whose Scope the token lacks is 403 forbidden. Other errors
 // are the tool's own (*errcat.Error), such as memory_confirm_required.
 package tools
 

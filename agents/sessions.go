@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
@@ -18,8 +17,8 @@ import (
 
 // Page-size limits of GET /a1/agents/{name}/sessions (as /c1/conversations).
 const (
-	DefaultLimit = 50
-	MaxLimit     = 500
+	DefaultLimit = httpx.DefaultPageLimit
+	MaxLimit     = httpx.MaxPageLimit
 )
 
 // sessionJSON is a session on the wire. Messages is set only when the session
@@ -122,18 +121,12 @@ func (s *Service) ListSessions(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	limit, err := intParam(q.Get("limit"), q.Has("limit"), "limit", DefaultLimit, 1, MaxLimit)
+	pg, err := httpx.ParsePage(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	offset, err := intParam(q.Get("offset"), q.Has("offset"), "offset", 0, 0, -1)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	page, more, err := (sessionStore{s.store}).list(r.Context(), p.Tenant.ID, user, a.Name, limit, offset)
+	page, more, err := (sessionStore{s.store}).list(r.Context(), p.Tenant.ID, user, a.Name, pg.Limit, pg.Offset)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -142,13 +135,7 @@ func (s *Service) ListSessions(w http.ResponseWriter, r *http.Request) {
 	for i, rec := range page {
 		data[i] = toJSON(rec, nil, false)
 	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
-		Object  string        `json:"object"`
-		Data    []sessionJSON `json:"data"`
-		Limit   int           `json:"limit"`
-		Offset  int           `json:"offset"`
-		HasMore bool          `json:"has_more"`
-	}{"list", data, limit, offset, more})
+	httpx.WriteList(w, pg, data, more)
 }
 
 // GetSession serves GET /a1/agents/{name}/sessions/{sid}: the session with its
@@ -366,20 +353,4 @@ func decodeOptional(r *http.Request, v any) error {
 		return nil
 	}
 	return httpx.DecodeBytes(b, v)
-}
-
-// intParam parses query parameter name: absent gives def; not an integer, below
-// lo, or above hi (hi < 0: no upper bound) gives invalid_field query.<name>.
-func intParam(raw string, present bool, name string, def, lo, hi int) (int, error) {
-	if !present {
-		return def, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < lo || (hi >= 0 && n > hi) {
-		if hi >= 0 {
-			return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer from %d to %d.", name, lo, hi)
-		}
-		return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer of at least %d.", name, lo)
-	}
-	return n, nil
 }

@@ -41,20 +41,18 @@ package conversation
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
-	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/store"
 )
 
 // Page-size limits of GET /c1/conversations.
 const (
-	DefaultLimit = 50
-	MaxLimit     = 500
+	DefaultLimit = httpx.DefaultPageLimit
+	MaxLimit     = httpx.MaxPageLimit
 )
 
 // Config configures the conversation family.
@@ -85,46 +83,32 @@ type summaryJSON struct {
 	UserID         string `json:"user_id"`
 }
 
-type listJSON struct {
-	Object  string        `json:"object"`
-	Data    []summaryJSON `json:"data"`
-	Limit   int           `json:"limit"`
-	Offset  int           `json:"offset"`
-	HasMore bool          `json:"has_more"`
-}
-
 // HandleList serves GET /c1/conversations?limit=&offset=: the caller's
 // conversations (the tenant's without GW-User-Id), newest last_updated first, as
 // {"object":"list","data":[ConversationSummary...],"limit","offset","has_more"}.
 // limit defaults to 50 and must be 1..500, offset >= 0; otherwise 400
 // invalid_field query.limit / query.offset.
 func (s *Service) HandleList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, err := intParam(q.Get("limit"), q.Has("limit"), "limit", DefaultLimit, 1, MaxLimit)
+	pg, err := httpx.ParsePage(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	offset, err := intParam(q.Get("offset"), q.Has("offset"), "offset", 0, 0, -1)
+	page, more, err := s.List(r.Context(), tenantOf(r), httpx.UserID(r), pg.Limit, pg.Offset)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	page, more, err := s.List(r.Context(), tenantOf(r), httpx.UserID(r), limit, offset)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	out := listJSON{Object: "list", Data: make([]summaryJSON, len(page)), Limit: limit, Offset: offset, HasMore: more}
+	data := make([]summaryJSON, len(page))
 	for i, c := range page {
-		out.Data[i] = summaryJSON{
+		data[i] = summaryJSON{
 			ConversationID: c.ID,
 			MessageCount:   c.MessageCount,
 			LastUpdated:    c.LastUpdated.UTC().Format(time.RFC3339),
 			UserID:         c.UserID,
 		}
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	httpx.WriteList(w, pg, data, more)
 }
 
 // HandleGet serves GET /c1/conversations/:id:
@@ -160,20 +144,4 @@ func tenantOf(r *http.Request) string {
 		return p.Tenant.ID
 	}
 	return ""
-}
-
-// intParam parses query parameter name: absent gives def; not an integer, below
-// lo, or above hi (hi < 0: no upper bound) gives invalid_field query.<name>.
-func intParam(raw string, present bool, name string, def, lo, hi int) (int, error) {
-	if !present {
-		return def, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < lo || (hi >= 0 && n > hi) {
-		if hi >= 0 {
-			return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer from %d to %d.", name, lo, hi)
-		}
-		return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer of at least %d.", name, lo)
-	}
-	return n, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -20,45 +19,17 @@ func (m *Images) List(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	limit, err := queryInt(q, "limit", 50, 1, 500)
+	pg, err := httpx.ParsePage(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	offset, err := queryInt(q, "offset", 0, 0, -1)
+	page, more, err := m.list(r.Context(), p.Tenant.ID, pg.Limit, pg.Offset)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	page, more, err := m.list(r.Context(), p.Tenant.ID, limit, offset)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
-		Object  string      `json:"object"`
-		Data    []imageJSON `json:"data"`
-		Limit   int         `json:"limit"`
-		Offset  int         `json:"offset"`
-		HasMore bool        `json:"has_more"`
-	}{"list", page, limit, offset, more})
-}
-
-// queryInt reads the integer query parameter name: def when absent, else
-// min..max (max < 0: no maximum), or invalid_field query.<name>.
-func queryInt(q url.Values, name string, def, lo, hi int) (int, error) {
-	if !q.Has(name) {
-		return def, nil
-	}
-	n, err := strconv.Atoi(q.Get(name))
-	if err != nil || n < lo || (hi >= 0 && n > hi) {
-		if hi >= 0 {
-			return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer from %d to %d.", name, lo, hi)
-		}
-		return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer of at least %d.", name, lo)
-	}
-	return n, nil
+	httpx.WriteList(w, pg, page, more)
 }
 
 // Get serves GET /v1/images/{id}: the metadata plus b64_json.

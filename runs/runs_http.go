@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -18,8 +17,8 @@ import (
 
 // Page-size limits of GET /a1/runs (those of GET /c1/conversations).
 const (
-	DefaultLimit = 50
-	MaxLimit     = 500
+	DefaultLimit = httpx.DefaultPageLimit
+	MaxLimit     = httpx.MaxPageLimit
 )
 
 // runtimeJSON is one entry of GET /a1/runtimes.
@@ -60,14 +59,6 @@ func withOutput(rec record, output []byte, truncated bool) runJSON {
 	s := string(output)
 	j.Output, j.OutputTruncated = &s, &truncated
 	return j
-}
-
-type listJSON struct {
-	Object  string    `json:"object"`
-	Data    []runJSON `json:"data"`
-	Limit   int       `json:"limit"`
-	Offset  int       `json:"offset"`
-	HasMore bool      `json:"has_more"`
 }
 
 // createRequest is the body of POST /a1/runs.
@@ -220,43 +211,21 @@ func (s *Service) List(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	limit, err := intParam(q.Get("limit"), q.Has("limit"), "limit", DefaultLimit, 1, MaxLimit)
+	pg, err := httpx.ParsePage(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	offset, err := intParam(q.Get("offset"), q.Has("offset"), "offset", 0, 0, -1)
+	page, more, err := s.list(r.Context(), c.tenant.ID, c.user, c.user == "", pg.Limit, pg.Offset)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	page, more, err := s.list(r.Context(), c.tenant.ID, c.user, c.user == "", limit, offset)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	out := listJSON{Object: "list", Data: make([]runJSON, len(page)), Limit: limit, Offset: offset, HasMore: more}
+	data := make([]runJSON, len(page))
 	for i, rec := range page {
-		out.Data[i] = wire(rec)
+		data[i] = wire(rec)
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-}
-
-// intParam parses query parameter name: absent gives def; not an integer, below
-// lo, or above hi (hi < 0: no upper bound) gives invalid_field query.<name>.
-func intParam(raw string, present bool, name string, def, lo, hi int) (int, error) {
-	if !present {
-		return def, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < lo || (hi >= 0 && n > hi) {
-		if hi >= 0 {
-			return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer from %d to %d.", name, lo, hi)
-		}
-		return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer of at least %d.", name, lo)
-	}
-	return n, nil
+	httpx.WriteList(w, pg, data, more)
 }
 
 // Get handles GET /a1/runs/:id (scope runs:read): 200 with the run and its

@@ -1,0 +1,70 @@
+package httpx
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/chatgw/gateway/errcat"
+)
+
+// Page-size bounds of every list endpoint (DECISIONS 8): limit defaults to
+// DefaultPageLimit and must be 1..MaxPageLimit.
+const (
+	DefaultPageLimit = 50
+	MaxPageLimit     = 500
+)
+
+// Page is the limit/offset window a list request asks for.
+type Page struct {
+	Limit  int
+	Offset int
+}
+
+// ParsePage reads the query parameters limit and offset of r. An absent limit
+// is DefaultPageLimit and an absent offset 0. A limit that is not an integer
+// from 1 to MaxPageLimit, or an offset that is not an integer of at least 0,
+// gives 400 invalid_field query.limit / query.offset.
+func ParsePage(r *http.Request) (Page, error) {
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), q.Has("limit"), "limit", DefaultPageLimit, 1, MaxPageLimit)
+	if err != nil {
+		return Page{}, err
+	}
+	offset, err := intParam(q.Get("offset"), q.Has("offset"), "offset", 0, 0, -1)
+	if err != nil {
+		return Page{}, err
+	}
+	return Page{Limit: limit, Offset: offset}, nil
+}
+
+// intParam parses query parameter name: absent gives def; not an integer, below
+// lo, or above hi (hi < 0: no upper bound) gives invalid_field query.<name>.
+func intParam(raw string, present bool, name string, def, lo, hi int) (int, error) {
+	if !present {
+		return def, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < lo || (hi >= 0 && n > hi) {
+		if hi >= 0 {
+			return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer from %d to %d.", name, lo, hi)
+		}
+		return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer of at least %d.", name, lo)
+	}
+	return n, nil
+}
+
+// List is the answer of a list endpoint:
+// {"object":"list","data":[...],"limit","offset","has_more"}.
+type List[T any] struct {
+	Object  string `json:"object"` // always "list"
+	Data    []T    `json:"data"`
+	Limit   int    `json:"limit"`
+	Offset  int    `json:"offset"`
+	HasMore bool   `json:"has_more"`
+}
+
+// WriteList sends 200 with the List of data, the page p it was read with and
+// whether more entries follow. data is sent as given (nil as null).
+func WriteList[T any](w http.ResponseWriter, p Page, data []T, hasMore bool) {
+	WriteJSON(w, http.StatusOK, List[T]{Object: "list", Data: data, Limit: p.Limit, Offset: p.Offset, HasMore: hasMore})
+}

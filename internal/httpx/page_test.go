@@ -1,0 +1,89 @@
+package httpx_test
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParsePage(t *testing.T) {
+	const (
+		limitMsg  = "limit must be an integer from 1 to 500."
+		offsetMsg = "offset must be an integer of at least 0."
+	)
+	tests := []struct {
+		query      string
+		want       httpx.Page
+		param, msg string // of the invalid_field error; "" for none
+	}{
+		{query: "", want: httpx.Page{Limit: 50, Offset: 0}},
+		{query: "x=1", want: httpx.Page{Limit: 50, Offset: 0}},
+		{query: "limit=1", want: httpx.Page{Limit: 1, Offset: 0}},
+		{query: "limit=500&offset=7", want: httpx.Page{Limit: 500, Offset: 7}},
+		{query: "offset=0", want: httpx.Page{Limit: 50, Offset: 0}},
+		{query: "offset=1000000", want: httpx.Page{Limit: 50, Offset: 1000000}},
+		{query: "limit=%2B5", want: httpx.Page{Limit: 5, Offset: 0}}, // strconv.Atoi accepts a sign
+		{query: "limit=3&limit=x", want: httpx.Page{Limit: 3, Offset: 0}},
+		{query: "limit=0", param: "query.limit", msg: limitMsg},
+		{query: "limit=501", param: "query.limit", msg: limitMsg},
+		{query: "limit=-1", param: "query.limit", msg: limitMsg},
+		{query: "limit=", param: "query.limit", msg: limitMsg},
+		{query: "limit=abc", param: "query.limit", msg: limitMsg},
+		{query: "limit=1.5", param: "query.limit", msg: limitMsg},
+		{query: "limit=0&offset=-1", param: "query.limit", msg: limitMsg},
+		{query: "offset=-1", param: "query.offset", msg: offsetMsg},
+		{query: "offset=", param: "query.offset", msg: offsetMsg},
+		{query: "limit=10&offset=x", param: "query.offset", msg: offsetMsg},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest("GET", "/?"+tt.query, nil)
+		got, err := httpx.ParsePage(r)
+		if tt.param == "" {
+			if err != nil {
+				t.Errorf("ParsePage(%q) error = %v", tt.query, err)
+				continue
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParsePage(%q) mismatch (-want +got):\n%s", tt.query, diff)
+			}
+			continue
+		}
+		e := errcat.As(err)
+		if e == nil || e.Code != errcat.InvalidField || e.Param != tt.param || e.Message != tt.msg {
+			t.Errorf("ParsePage(%q) = %+v, %v; want invalid_field %s %q", tt.query, got, err, tt.param, tt.msg)
+		}
+	}
+}
+
+func TestWriteList(t *testing.T) {
+	type item struct {
+		ID string `json:"id"`
+	}
+	tests := []struct {
+		name string
+		page httpx.Page
+		data []item
+		more bool
+		want string
+	}{
+		{"items", httpx.Page{Limit: 2, Offset: 4}, []item{{"a"}, {"b"}}, true,
+			`{"object":"list","data":[{"id":"a"},{"id":"b"}],"limit":2,"offset":4,"has_more":true}` + "\n"},
+		{"empty", httpx.Page{Limit: 50}, []item{}, false,
+			`{"object":"list","data":[],"limit":50,"offset":0,"has_more":false}` + "\n"},
+		{"nil", httpx.Page{Limit: 50}, nil, false,
+			`{"object":"list","data":null,"limit":50,"offset":0,"has_more":false}` + "\n"},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		httpx.WriteList(w, tt.page, tt.data, tt.more)
+		if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s: status %d, Content-Type %q; want 200 application/json", tt.name, w.Code, w.Header().Get("Content-Type"))
+		}
+		if diff := cmp.Diff(tt.want, w.Body.String()); diff != "" {
+			t.Errorf("%s: WriteList body mismatch (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}

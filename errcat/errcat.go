@@ -107,6 +107,21 @@ func Storage(cause error) *Error {
 	return &Error{Code: StorageError, Cause: cause}
 }
 
+// FromStore reports the error of a store transaction (store.Store's View,
+// Update or Batch) to a client: nil stays nil, the first *Error in err's chain
+// (one the transaction function returned, such as memory_bucket_full) is
+// returned as is, and any other failure becomes storage_error.
+func FromStore(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Storage(err)
+}
+
 // Error implements error; it includes the cause for logs.
 func (e *Error) Error() string {
 	msg := e.Message

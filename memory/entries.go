@@ -45,14 +45,14 @@ func entrySize(key, value string) int { return len(key) + len(value) }
 // empty.
 func readUsage(tx store.Tx, b bucketKey) (usageRecord, error) {
 	var u usageRecord
-	_, err := getJSON(tx, bucketUsage, b.prefix(), &u, "usage record")
+	_, err := store.GetJSON(tx, bucketUsage, b.prefix(), &u)
 	return u, err
 }
 
 // readEntry returns the record of key in bucket b, or nil when there is none.
 func readEntry(tx store.Tx, b bucketKey, key string) (*entryRecord, error) {
 	var rec entryRecord
-	if ok, err := getJSON(tx, bucketEntries, b.entryKey(key), &rec, "entry record"); !ok {
+	if ok, err := store.GetJSON(tx, bucketEntries, b.entryKey(key), &rec); !ok {
 		return nil, err
 	}
 	return &rec, nil
@@ -98,7 +98,7 @@ func fits(tx store.Tx, b bucketKey, key, value string) (usageRecord, *entryRecor
 // same transaction; an overflow is memory_bucket_full and leaves the old value.
 func (s *Service) putEntry(ctx context.Context, b bucketKey, key, value string) (Entry, error) {
 	now := s.clk.Now().UTC()
-	return inTx(ctx, s.st.Update, func(tx store.Tx) (Entry, error) {
+	res, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (Entry, error) {
 		u, old, err := fits(tx, b, key, value)
 		if err != nil {
 			return Entry{}, err
@@ -111,20 +111,21 @@ func (s *Service) putEntry(ctx context.Context, b bucketKey, key, value string) 
 		} else {
 			u.Entries++
 		}
-		if err := putJSON(tx, bucketEntries, b.entryKey(key), rec); err != nil {
+		if err := store.PutJSON(tx, bucketEntries, b.entryKey(key), rec); err != nil {
 			return Entry{}, err
 		}
-		if err := putJSON(tx, bucketUsage, b.prefix(), u); err != nil {
+		if err := store.PutJSON(tx, bucketUsage, b.prefix(), u); err != nil {
 			return Entry{}, err
 		}
 		return rec.entry(b, key), nil
 	})
+	return res, errcat.FromStore(err)
 }
 
 // checkFits reports memory_bucket_full, in a read transaction, when key=value
 // would not fit bucket b now.
 func (s *Service) checkFits(ctx context.Context, b bucketKey, key, value string) error {
-	return storeErr(s.st.View(ctx, func(tx store.Tx) error {
+	return errcat.FromStore(s.st.View(ctx, func(tx store.Tx) error {
 		_, _, err := fits(tx, b, key, value)
 		return err
 	}))
@@ -132,7 +133,7 @@ func (s *Service) checkFits(ctx context.Context, b bucketKey, key, value string)
 
 // deleteEntry removes key from bucket b and reports whether it existed.
 func (s *Service) deleteEntry(ctx context.Context, b bucketKey, key string) (bool, error) {
-	return inTx(ctx, s.st.Update, func(tx store.Tx) (bool, error) {
+	res, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (bool, error) {
 		old, err := readEntry(tx, b, key)
 		if err != nil || old == nil {
 			return false, err
@@ -149,8 +150,9 @@ func (s *Service) deleteEntry(ctx context.Context, b bucketKey, key string) (boo
 		if u.Entries <= 0 {
 			return true, tx.Delete(bucketUsage, b.prefix())
 		}
-		return true, putJSON(tx, bucketUsage, b.prefix(), u)
+		return true, store.PutJSON(tx, bucketUsage, b.prefix(), u)
 	})
+	return res, errcat.FromStore(err)
 }
 
 // scanEntries appends the entries of bucket b, sorted by key, to dst. An empty
@@ -160,13 +162,9 @@ func scanEntries(tx store.Tx, b bucketKey, dst []Entry) ([]Entry, error) {
 		return dst, nil
 	}
 	p := b.prefix()
-	err := tx.Scan(bucketEntries, p, false, func(k, v []byte) (bool, error) {
+	err := store.ScanJSON(tx, bucketEntries, p, false, func(k []byte, rec entryRecord) (bool, error) {
 		key, _, err := store.ReadString(k[len(p):])
 		if err != nil {
-			return false, err
-		}
-		var rec entryRecord
-		if err := decodeJSON(v, &rec, "entry record"); err != nil {
 			return false, err
 		}
 		dst = append(dst, rec.entry(b, key))
@@ -178,7 +176,7 @@ func scanEntries(tx store.Tx, b bucketKey, dst []Entry) ([]Entry, error) {
 // listEntries returns the entries of the buckets bs, in that order, each
 // sorted by key, read in one transaction.
 func (s *Service) listEntries(ctx context.Context, bs ...bucketKey) ([]Entry, error) {
-	return inTx(ctx, s.st.View, func(tx store.Tx) ([]Entry, error) {
+	res, err := store.ViewValue(ctx, s.st, func(tx store.Tx) ([]Entry, error) {
 		out := []Entry{}
 		for _, b := range bs {
 			var err error
@@ -188,13 +186,14 @@ func (s *Service) listEntries(ctx context.Context, bs ...bucketKey) ([]Entry, er
 		}
 		return out, nil
 	})
+	return res, errcat.FromStore(err)
 }
 
 // usage returns the usage of bucket b.
 func (s *Service) usage(ctx context.Context, b bucketKey) (Usage, error) {
-	u, err := inTx(ctx, s.st.View, func(tx store.Tx) (usageRecord, error) { return readUsage(tx, b) })
+	u, err := store.ViewValue(ctx, s.st, func(tx store.Tx) (usageRecord, error) { return readUsage(tx, b) })
 	if err != nil {
-		return Usage{}, err
+		return Usage{}, errcat.FromStore(err)
 	}
 	return Usage{UsedBytes: u.UsedBytes, CapBytes: BucketCapBytes, Entries: u.Entries}, nil
 }

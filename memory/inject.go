@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -50,7 +51,7 @@ func (s *Service) SystemContext(ctx context.Context, tenantID, userID string) (s
 		return err
 	})
 	if err != nil {
-		return "", storeErr(err)
+		return "", errcat.FromStore(err)
 	}
 	if len(mem) > 0 {
 		prompts = append(prompts, memoryList(mem))

@@ -54,13 +54,13 @@ type versionRecord struct {
 // readHead returns the head of p; the zero head when p never had a version.
 func readHead(tx store.Tx, p promptRef) (headRecord, error) {
 	var h headRecord
-	_, err := getJSON(tx, bucketPromptHeads, p.prefix(), &h, "prompt head")
+	_, err := store.GetJSON(tx, bucketPromptHeads, p.prefix(), &h)
 	return h, err
 }
 
 // putHead stores the head of p, in the transaction that changes its versions.
 func putHead(tx store.Tx, p promptRef, h headRecord) error {
-	return putJSON(tx, bucketPromptHeads, p.prefix(), h)
+	return store.PutJSON(tx, bucketPromptHeads, p.prefix(), h)
 }
 
 // readVersion returns version n of p, or nil when it does not exist (n 0, the
@@ -70,7 +70,7 @@ func readVersion(tx store.Tx, p promptRef, n uint64) (*versionRecord, error) {
 		return nil, nil
 	}
 	var v versionRecord
-	if ok, err := getJSON(tx, bucketPrompts, p.versionKey(n), &v, "prompt version"); !ok {
+	if ok, err := store.GetJSON(tx, bucketPrompts, p.versionKey(n), &v); !ok {
 		return nil, err
 	}
 	return &v, nil
@@ -118,14 +118,14 @@ func errVersionNotFound(p promptRef, n string) *errcat.Error {
 // putVersion stores content as version last+1 and makes it current.
 func (s *Service) putVersion(ctx context.Context, p promptRef, content string) (Version, error) {
 	rec := versionRecord{Content: content, CreatedAt: s.clk.Now().UTC()}
-	return inTx(ctx, s.st.Update, func(tx store.Tx) (Version, error) {
+	res, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (Version, error) {
 		h, err := readHead(tx, p)
 		if err != nil {
 			return Version{}, err
 		}
 		h.Last++
 		h.Current = h.Last
-		if err := putJSON(tx, bucketPrompts, p.versionKey(h.Last), rec); err != nil {
+		if err := store.PutJSON(tx, bucketPrompts, p.versionKey(h.Last), rec); err != nil {
 			return Version{}, err
 		}
 		if err := putHead(tx, p, h); err != nil {
@@ -133,24 +133,21 @@ func (s *Service) putVersion(ctx context.Context, p promptRef, content string) (
 		}
 		return rec.version(h.Last, true), nil
 	})
+	return res, errcat.FromStore(err)
 }
 
 // versions returns every stored version of p, oldest first.
 func (s *Service) versions(ctx context.Context, p promptRef) ([]Version, error) {
-	return inTx(ctx, s.st.View, func(tx store.Tx) ([]Version, error) {
+	res, err := store.ViewValue(ctx, s.st, func(tx store.Tx) ([]Version, error) {
 		h, err := readHead(tx, p)
 		if err != nil {
 			return nil, err
 		}
 		out := []Version{}
 		pre := p.prefix()
-		err = tx.Scan(bucketPrompts, pre, false, func(k, val []byte) (bool, error) {
+		err = store.ScanJSON(tx, bucketPrompts, pre, false, func(k []byte, rec versionRecord) (bool, error) {
 			n, _, err := store.ReadUint64(k[len(pre):])
 			if err != nil {
-				return false, err
-			}
-			var rec versionRecord
-			if err := decodeJSON(val, &rec, "prompt version"); err != nil {
 				return false, err
 			}
 			out = append(out, rec.version(n, n == h.Current))
@@ -158,12 +155,13 @@ func (s *Service) versions(ctx context.Context, p promptRef) ([]Version, error) 
 		})
 		return out, err
 	})
+	return res, errcat.FromStore(err)
 }
 
 // current returns the current version of p, or system_prompt_version_not_found
 // when the level has none.
 func (s *Service) current(ctx context.Context, p promptRef) (Version, error) {
-	return inTx(ctx, s.st.View, func(tx store.Tx) (Version, error) {
+	res, err := store.ViewValue(ctx, s.st, func(tx store.Tx) (Version, error) {
 		n, rec, err := readCurrent(tx, p)
 		if err != nil {
 			return Version{}, err
@@ -174,12 +172,13 @@ func (s *Service) current(ctx context.Context, p promptRef) (Version, error) {
 		}
 		return rec.version(n, true), nil
 	})
+	return res, errcat.FromStore(err)
 }
 
 // setCurrent makes version n of p current (rollback, or restore after a soft
 // delete).
 func (s *Service) setCurrent(ctx context.Context, p promptRef, n uint64) (Version, error) {
-	return inTx(ctx, s.st.Update, func(tx store.Tx) (Version, error) {
+	res, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (Version, error) {
 		h, rec, err := readExisting(tx, p, n)
 		if err != nil {
 			return Version{}, err
@@ -192,12 +191,13 @@ func (s *Service) setCurrent(ctx context.Context, p promptRef, n uint64) (Versio
 		}
 		return rec.version(n, true), nil
 	})
+	return res, errcat.FromStore(err)
 }
 
 // deleteVersion hard-deletes version n of p: system_prompt_current_locked when
 // it is current, system_prompt_version_not_found when it does not exist.
 func (s *Service) deleteVersion(ctx context.Context, p promptRef, n uint64) error {
-	return storeErr(s.st.Update(ctx, func(tx store.Tx) error {
+	return errcat.FromStore(s.st.Update(ctx, func(tx store.Tx) error {
 		h, _, err := readExisting(tx, p, n)
 		if err != nil {
 			return err
@@ -212,7 +212,7 @@ func (s *Service) deleteVersion(ctx context.Context, p promptRef, n uint64) erro
 
 // softDelete leaves p without a current version and reports whether it had one.
 func (s *Service) softDelete(ctx context.Context, p promptRef) (bool, error) {
-	return inTx(ctx, s.st.Update, func(tx store.Tx) (bool, error) {
+	res, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (bool, error) {
 		h, err := readHead(tx, p)
 		if err != nil || h.Current == 0 {
 			return false, err
@@ -220,6 +220,7 @@ func (s *Service) softDelete(ctx context.Context, p promptRef) (bool, error) {
 		h.Current = 0
 		return true, putHead(tx, p, h)
 	})
+	return res, errcat.FromStore(err)
 }
 
 // currentContent returns the content of p's current version, or "".

@@ -16,9 +16,9 @@ import (
 // on any error, nothing.
 func (s *Service) write(ctx context.Context, tenant, index string, docs []Document, replace bool) (WriteResult, error) {
 	now := s.clk.Now().UTC()
-	return inTx(ctx, s.st.Update, func(tx store.Tx) (WriteResult, error) {
+	wr, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (WriteResult, error) {
 		var ix indexRecord
-		found, err := getJSON(tx, bucketIndices, indexKey(tenant, index), &ix, "index record")
+		found, err := store.GetJSON(tx, bucketIndices, indexKey(tenant, index), &ix)
 		if err != nil {
 			return WriteResult{}, err
 		}
@@ -65,18 +65,19 @@ func (s *Service) write(ctx context.Context, tenant, index string, docs []Docume
 				"The index would hold %d documents, over the limit of %d; nothing was written.", ix.Documents, MaxDocumentsPerIndex)
 		}
 		ix.UpdatedAt = now
-		if err := putJSON(tx, bucketIndices, indexKey(tenant, index), ix); err != nil {
+		if err := store.PutJSON(tx, bucketIndices, indexKey(tenant, index), ix); err != nil {
 			return WriteResult{}, err
 		}
 		res.Index = ix.info(index)
 		return res, nil
 	})
+	return wr, errcat.FromStore(err)
 }
 
 // deleteDoc deletes a document and updates its index.
 func (s *Service) deleteDoc(ctx context.Context, tenant, index, doc string) (DeleteResult, error) {
 	now := s.clk.Now().UTC()
-	return inTx(ctx, s.st.Update, func(tx store.Tx) (DeleteResult, error) {
+	res, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (DeleteResult, error) {
 		ix, err := readIndex(tx, tenant, index)
 		if err != nil {
 			return DeleteResult{}, err
@@ -93,25 +94,22 @@ func (s *Service) deleteDoc(ctx context.Context, tenant, index, doc string) (Del
 		}
 		ix.add(rec, -1)
 		ix.UpdatedAt = now
-		if err := putJSON(tx, bucketIndices, indexKey(tenant, index), ix); err != nil {
+		if err := store.PutJSON(tx, bucketIndices, indexKey(tenant, index), ix); err != nil {
 			return DeleteResult{}, err
 		}
 		return DeleteResult{Deleted: true, ID: index, DocID: doc}, nil
 	})
+	return res, errcat.FromStore(err)
 }
 
 // listIndices returns the indices of a tenant, sorted by id.
 func (s *Service) listIndices(ctx context.Context, tenant string) ([]IndexInfo, error) {
-	return inTx(ctx, s.st.View, func(tx store.Tx) ([]IndexInfo, error) {
+	res, err := store.ViewValue(ctx, s.st, func(tx store.Tx) ([]IndexInfo, error) {
 		prefix := store.AppendString(nil, tenant)
 		out := []IndexInfo{}
-		err := tx.Scan(bucketIndices, prefix, false, func(k, v []byte) (bool, error) {
+		err := store.ScanJSON(tx, bucketIndices, prefix, false, func(k []byte, rec indexRecord) (bool, error) {
 			id, _, err := store.ReadString(k[len(prefix):])
 			if err != nil {
-				return false, err
-			}
-			var rec indexRecord
-			if err := decodeJSON(v, &rec, "index record"); err != nil {
 				return false, err
 			}
 			out = append(out, rec.info(id))
@@ -119,23 +117,20 @@ func (s *Service) listIndices(ctx context.Context, tenant string) ([]IndexInfo, 
 		})
 		return out, err
 	})
+	return res, errcat.FromStore(err)
 }
 
 // listDocs returns the documents of an index, sorted by doc_id.
 func (s *Service) listDocs(ctx context.Context, tenant, index string) ([]DocumentInfo, error) {
-	return inTx(ctx, s.st.View, func(tx store.Tx) ([]DocumentInfo, error) {
+	res, err := store.ViewValue(ctx, s.st, func(tx store.Tx) ([]DocumentInfo, error) {
 		if _, err := readIndex(tx, tenant, index); err != nil {
 			return nil, err
 		}
 		prefix := indexKey(tenant, index)
 		out := []DocumentInfo{}
-		err := tx.Scan(bucketDocs, prefix, false, func(k, v []byte) (bool, error) {
+		err := store.ScanJSON(tx, bucketDocs, prefix, false, func(k []byte, rec docRecord) (bool, error) {
 			doc, _, err := store.ReadString(k[len(prefix):])
 			if err != nil {
-				return false, err
-			}
-			var rec docRecord
-			if err := decodeJSON(v, &rec, "document record"); err != nil {
 				return false, err
 			}
 			out = append(out, rec.info(doc))
@@ -143,11 +138,12 @@ func (s *Service) listDocs(ctx context.Context, tenant, index string) ([]Documen
 		})
 		return out, err
 	})
+	return res, errcat.FromStore(err)
 }
 
 // getDoc returns a document with its text.
 func (s *Service) getDoc(ctx context.Context, tenant, index, doc string) (DocumentWithText, error) {
-	return inTx(ctx, s.st.View, func(tx store.Tx) (DocumentWithText, error) {
+	res, err := store.ViewValue(ctx, s.st, func(tx store.Tx) (DocumentWithText, error) {
 		if _, err := readIndex(tx, tenant, index); err != nil {
 			return DocumentWithText{}, err
 		}
@@ -161,4 +157,5 @@ func (s *Service) getDoc(ctx context.Context, tenant, index, doc string) (Docume
 		}
 		return DocumentWithText{DocumentInfo: rec.info(doc), Text: string(text)}, nil
 	})
+	return res, errcat.FromStore(err)
 }

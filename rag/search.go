@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -42,7 +43,7 @@ func (s *Service) Search(ctx context.Context, tenant, index, q string, k int) ([
 		k = MaxK
 	}
 	terms := queryTerms(q)
-	return inTx(ctx, s.st.View, func(tx store.Tx) ([]Hit, error) {
+	res, err := store.ViewValue(ctx, s.st, func(tx store.Tx) ([]Hit, error) {
 		ix, err := readIndex(tx, tenant, index)
 		if err != nil {
 			return nil, err
@@ -65,6 +66,7 @@ func (s *Service) Search(ctx context.Context, tenant, index, q string, k int) ([
 		}
 		return hits, nil
 	})
+	return res, errcat.FromStore(err)
 }
 
 // rank scores the chunks of an index holding any of terms (distinct, sorted)
@@ -135,12 +137,12 @@ func rank(tx store.Tx, tenant, index string, ix indexRecord, terms []string, k i
 // documents' texts for the transaction.
 func hitOf(tx store.Tx, tenant, index string, c scored, texts map[string][]byte) (Hit, error) {
 	var cr chunkRecord
-	ok, err := getJSON(tx, bucketChunks, chunkKey(tenant, index, c.doc, c.n), &cr, "chunk record")
+	ok, err := store.GetJSON(tx, bucketChunks, chunkKey(tenant, index, c.doc, c.n), &cr)
 	if err != nil {
 		return Hit{}, err
 	}
 	var rec docRecord
-	found, err := getJSON(tx, bucketDocs, docKey(tenant, index, c.doc), &rec, "document record")
+	found, err := store.GetJSON(tx, bucketDocs, docKey(tenant, index, c.doc), &rec)
 	if err != nil {
 		return Hit{}, err
 	}

@@ -2,22 +2,14 @@ package rag
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 
-	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/store"
 )
-
-// The package's store accesses share these helpers so that they report
-// failures alike: an *errcat.Error a transaction returns (index_not_found,
-// document_not_found, invalid_field) reaches the client as is, anything else
-// is storage_error, and a corrupt record reads "rag: <what>: <cause>".
 
 // indexRecord is the stored record of an index: its times and the totals BM25
 // needs (number of chunks, sum of the chunks' term counts).
@@ -50,73 +42,13 @@ type chunkRecord struct {
 	Terms []string `json:"terms"`
 }
 
-// inTx runs fn in a transaction of run (a Store's View or Update) and returns
-// fn's result, or the zero T and fn's or the store's error through storeErr.
-func inTx[T any](ctx context.Context, run func(context.Context, func(store.Tx) error) error, fn func(store.Tx) (T, error)) (T, error) {
-	var out T
-	err := run(ctx, func(tx store.Tx) error {
-		var err error
-		out, err = fn(tx)
-		return err
-	})
-	if err != nil {
-		var zero T
-		return zero, storeErr(err)
-	}
-	return out, nil
-}
-
-// storeErr passes on the *errcat.Error a transaction function returned and
-// turns every other failure into storage_error.
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *errcat.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return errcat.Storage(err)
-}
-
-// putJSON stores v as JSON under key of bucket.
-func putJSON(tx store.Tx, bucket, key []byte, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return tx.Put(bucket, key, b)
-}
-
-// decodeJSON decodes the stored record raw into v; what names the record in
-// the error.
-func decodeJSON(raw []byte, v any, what string) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("rag: %s: %w", what, err)
-	}
-	return nil
-}
-
-// getJSON decodes the record under key of bucket into v and reports whether
-// there was one.
-func getJSON(tx store.Tx, bucket, key []byte, v any, what string) (bool, error) {
-	raw := tx.Get(bucket, key)
-	if raw == nil {
-		return false, nil
-	}
-	if err := decodeJSON(raw, v, what); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
 // readIndex returns the record of an index, or index_not_found.
 func readIndex(tx store.Tx, tenant, index string) (indexRecord, error) {
 	var rec indexRecord
 	if !ValidID(index) {
 		return rec, errIndexNotFound(index)
 	}
-	ok, err := getJSON(tx, bucketIndices, indexKey(tenant, index), &rec, "index record")
+	ok, err := store.GetJSON(tx, bucketIndices, indexKey(tenant, index), &rec)
 	if err == nil && !ok {
 		err = errIndexNotFound(index)
 	}
@@ -129,7 +61,7 @@ func readDoc(tx store.Tx, tenant, index, doc string) (docRecord, error) {
 	if !ValidID(doc) {
 		return rec, errDocumentNotFound(index, doc)
 	}
-	ok, err := getJSON(tx, bucketDocs, docKey(tenant, index, doc), &rec, "document record")
+	ok, err := store.GetJSON(tx, bucketDocs, docKey(tenant, index, doc), &rec)
 	if err == nil && !ok {
 		err = errDocumentNotFound(index, doc)
 	}
@@ -194,7 +126,7 @@ func putDoc(tx store.Tx, tenant, index string, d Document, created, now time.Tim
 			}
 		}
 		sort.Strings(cr.Terms)
-		if err := putJSON(tx, bucketChunks, chunkKey(tenant, index, d.DocID, n), cr); err != nil {
+		if err := store.PutJSON(tx, bucketChunks, chunkKey(tenant, index, d.DocID, n), cr); err != nil {
 			return rec, err
 		}
 		rec.Chunks++
@@ -203,25 +135,21 @@ func putDoc(tx store.Tx, tenant, index string, d Document, created, now time.Tim
 	if err := tx.Put(bucketTexts, docKey(tenant, index, d.DocID), []byte(d.Text)); err != nil {
 		return rec, err
 	}
-	return rec, putJSON(tx, bucketDocs, docKey(tenant, index, d.DocID), rec)
+	return rec, store.PutJSON(tx, bucketDocs, docKey(tenant, index, d.DocID), rec)
 }
 
 // removeDoc deletes document doc of an index with its text, chunks and
 // postings, and returns its record; ok is false when there was none.
 func removeDoc(tx store.Tx, tenant, index, doc string) (rec docRecord, ok bool, err error) {
-	if ok, err = getJSON(tx, bucketDocs, docKey(tenant, index, doc), &rec, "document record"); !ok || err != nil {
+	if ok, err = store.GetJSON(tx, bucketDocs, docKey(tenant, index, doc), &rec); !ok || err != nil {
 		return rec, false, err
 	}
 	prefix := docKey(tenant, index, doc)
 	var chunkKeys [][]byte
 	var postings [][]byte
-	err = tx.Scan(bucketChunks, prefix, false, func(k, v []byte) (bool, error) {
+	err = store.ScanJSON(tx, bucketChunks, prefix, false, func(k []byte, cr chunkRecord) (bool, error) {
 		n, _, err := store.ReadUint64(k[len(prefix):])
 		if err != nil {
-			return false, err
-		}
-		var cr chunkRecord
-		if err := decodeJSON(v, &cr, "chunk record"); err != nil {
 			return false, err
 		}
 		chunkKeys = append(chunkKeys, bytes.Clone(k))
@@ -254,13 +182,9 @@ func removeDoc(tx store.Tx, tenant, index, doc string) (rec docRecord, ok bool, 
 func clearIndex(tx store.Tx, tenant, index string) (map[string]docRecord, error) {
 	prefix := indexKey(tenant, index)
 	old := map[string]docRecord{}
-	err := tx.Scan(bucketDocs, prefix, false, func(k, v []byte) (bool, error) {
+	err := store.ScanJSON(tx, bucketDocs, prefix, false, func(k []byte, rec docRecord) (bool, error) {
 		doc, _, err := store.ReadString(k[len(prefix):])
 		if err != nil {
-			return false, err
-		}
-		var rec docRecord
-		if err := decodeJSON(v, &rec, "document record"); err != nil {
 			return false, err
 		}
 		old[doc] = rec

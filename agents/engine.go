@@ -324,7 +324,7 @@ func readJSON(resp *upstream.Response, withTools bool) (ans *answer, used int64,
 			msg = c.Message
 		}
 	}
-	content := contentText(msg.Content)
+	content := relay.ContentText(msg.Content)
 	if withTools && len(msg.ToolCalls) > 0 {
 		return &answer{content: content, calls: msg.ToolCalls}, used, nil
 	}
@@ -556,29 +556,6 @@ func (t *toolAccumulator) add(ds []toolCallDelta) {
 }
 
 func (t *toolAccumulator) calls() []relay.ToolCall { return t.list }
-
-// contentText returns a message content as text: a string as it is, the text
-// parts of an array joined.
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
 
 // textMessage returns {"role":role,"content":content}.
 func textMessage(role, content string) json.RawMessage {

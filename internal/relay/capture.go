@@ -175,7 +175,7 @@ func (c *Capture) fromJSON(b []byte) {
 		}
 		m := choice.Message
 		c.Role = m.Role
-		c.Content = contentText(m.Content)
+		c.Content = ContentText(m.Content)
 		c.ToolCalls = m.ToolCalls
 		if choice.FinishReason != nil {
 			c.FinishReason = *choice.FinishReason
@@ -189,9 +189,9 @@ func (c *Capture) setMeta(id, model string, created int64) {
 	}
 }
 
-// contentText returns a message content as text: a string as it is, the text
-// parts of an array joined.
-func contentText(raw json.RawMessage) string {
+// ContentText returns a chat message's content as text: a string as it is,
+// the text parts of a content-parts array joined, "" for anything else.
+func ContentText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,11 +71,11 @@ func (w Warning) String() string { return w.File + ": " + w.Message }
 // (lower case; other files, hidden files and subdirectories are ignored), one
 // agent per file, in file name order. dir "" means no agents.
 //
-// A file that cannot be read, is not one valid JSON object, has an unknown
-// field, lacks name or model, has an invalid name, a max_tool_rounds outside
-// 1..MaxToolRoundsCap, an empty or repeated tool name, or repeats the name of
-// an agent of another file, fails Load with an error naming the file (the
-// gateway refuses to start). An agent listing a tool that reg does not hold
+// A file that cannot be read, is not one valid JSON object of the agent
+// fields, lacks name or model, has an invalid name, a max_tool_rounds outside
+// 1..MaxToolRoundsCap, an empty tool name, or repeats the name of an agent of
+// another file, fails Load with an error naming the file (the gateway refuses
+// to start). An unknown field and a tool listed twice are Warnings. An agent listing a tool that reg does not hold
 // (agent_call counts as registered: this package provides it, and it is
 // registered after New) is loaded with a Warning naming the file and the tool.
 // An agent with a rag_index that does not list rag_search gets a Warning too.
@@ -102,10 +104,11 @@ func Load(dir string, reg *tools.Registry) ([]Agent, []Warning, error) {
 				continue
 			}
 		}
-		a, err := loadFile(path)
+		a, ws, err := loadFile(path)
 		if err != nil {
 			return nil, nil, err
 		}
+		warnings = append(warnings, ws...)
 		if other, dup := byName[a.Name]; dup {
 			return nil, nil, fmt.Errorf("agents.Load: %s: agent name %q is already used by %s", path, a.Name, other)
 		}
@@ -117,26 +120,49 @@ func Load(dir string, reg *tools.Registry) ([]Agent, []Warning, error) {
 	return out, warnings, nil
 }
 
-// loadFile reads and validates one agent file.
-func loadFile(path string) (Agent, error) {
+// agentFields are the fields of an agent file (DECISIONS 7).
+var agentFields = map[string]bool{"name": true, "description": true, "model": true,
+	"system_prompt": true, "tools": true, "rag_index": true, "max_tool_rounds": true}
+
+// loadFile reads and validates one agent file. An unknown field and a tool
+// listed twice are warnings, not errors: DECISIONS 7 refuses start-up only
+// for a file that is not a valid agent, and a field added by a newer version
+// of the file format should not stop a gateway.
+func loadFile(path string) (Agent, []Warning, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Agent{}, fmt.Errorf("agents.Load: %w", err)
+		return Agent{}, nil, fmt.Errorf("agents.Load: %w", err)
 	}
 	var a Agent
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return Agent{}, fmt.Errorf("agents.Load: %s: not a valid agent file: %w", path, err)
+		return Agent{}, nil, fmt.Errorf("agents.Load: %s: not a valid agent file: %w", path, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Agent{}, fmt.Errorf("agents.Load: %s: not a valid agent file: data after the JSON object", path)
+		return Agent{}, nil, fmt.Errorf("agents.Load: %s: not a valid agent file: data after the JSON object", path)
 	}
 	a.File = path
 	if err := a.validate(); err != nil {
-		return Agent{}, fmt.Errorf("agents.Load: %s: %w", path, err)
+		return Agent{}, nil, fmt.Errorf("agents.Load: %s: %w", path, err)
 	}
-	return a, nil
+	var ws []Warning
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(b, &fields) // b decoded as an object above
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !agentFields[k] {
+			ws = append(ws, Warning{File: path, Agent: a.Name, Message: fmt.Sprintf("agent %s: unknown field %q is ignored", a.Name, k)})
+		}
+	}
+	var kept []string
+	for _, t := range a.Tools {
+		if slices.Contains(kept, t) {
+			ws = append(ws, Warning{File: path, Agent: a.Name, Tool: t, Message: fmt.Sprintf("agent %s: tool %q is listed twice; once is kept", a.Name, t)})
+			continue
+		}
+		kept = append(kept, t)
+	}
+	a.Tools = kept
+	return a, ws, nil
 }
 
 // validate checks the rules of an agent file that decoding does not.
@@ -151,15 +177,8 @@ func (a *Agent) validate() error {
 	case a.MaxToolRounds < 0 || a.MaxToolRounds > MaxToolRoundsCap:
 		return fmt.Errorf("max_tool_rounds must be from 1 to %d", MaxToolRoundsCap)
 	}
-	seen := map[string]bool{}
-	for _, t := range a.Tools {
-		if t == "" {
-			return errors.New("tools holds an empty name")
-		}
-		if seen[t] {
-			return fmt.Errorf("tool %q is listed twice", t)
-		}
-		seen[t] = true
+	if slices.Contains(a.Tools, "") {
+		return errors.New("tools holds an empty name")
 	}
 	return nil
 }

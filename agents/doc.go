@@ -34,9 +34,10 @@
 //
 //	{"name","description","model","system_prompt","tools":[...],"rag_index"?,"max_tool_rounds"?}
 //
-// name (1 to 64 of [a-zA-Z0-9_-], unique) and model are required; unknown
-// fields, a tool named twice and max_tool_rounds outside 1..16 (default 4) are
-// errors naming the file. A tool that is not registered is a Warning; the
+// name (1 to 64 of [a-zA-Z0-9_-], unique) and model are required; a field of
+// the wrong type and max_tool_rounds outside 1..16 (default 4) are errors
+// naming the file; an unknown field (ignored) and a tool named twice (kept
+// once) are Warnings. A tool that is not registered is a Warning; the
 // agent's chat (and its session messages, and agent_call of it) answers 400
 // agent_tool_not_registered (param tools) while the tool is missing from the
 // registry. agent_call never warns: this package provides it. With rag_index,

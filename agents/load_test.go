@@ -55,6 +55,37 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+func TestLoadWarnsOfUnknownFieldsAndRepeatedTools(t *testing.T) {
+	reg, err := tools.NewRegistry(tools.CurrentTime(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := writeFiles(t, map[string]string{
+		"x.json": `{"name":"a","model":"m","temperature":0.2,"tools":["current_time","current_time"],"owner":"ops"}`,
+	})
+	got, warnings, err := agents.Load(dir, reg)
+	if err != nil {
+		t.Fatalf("Load() = %v; an unknown field or a repeated tool must not stop start-up", err)
+	}
+	path := filepath.Join(dir, "x.json")
+	want := []agents.Agent{{Name: "a", Model: "m", Tools: []string{"current_time"}, File: path}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load() mismatch (-want +got):\n%s", diff)
+	}
+	var ws []string
+	for _, w := range warnings {
+		ws = append(ws, w.String())
+	}
+	wantWarn := []string{
+		path + `: agent a: unknown field "owner" is ignored`,
+		path + `: agent a: unknown field "temperature" is ignored`,
+		path + `: agent a: tool "current_time" is listed twice; once is kept`,
+	}
+	if diff := cmp.Diff(wantWarn, ws); diff != "" {
+		t.Errorf("warnings mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -64,12 +95,12 @@ func TestLoadErrors(t *testing.T) {
 		{"bad JSON", map[string]string{"x.json": `{"name":`}, []string{"x.json", "not a valid agent file"}},
 		{"not an object", map[string]string{"x.json": `[1]`}, []string{"x.json"}},
 		{"trailing data", map[string]string{"x.json": `{"name":"a","model":"m"} {}`}, []string{"x.json"}},
-		{"unknown field", map[string]string{"x.json": `{"name":"a","model":"m","temp":1}`}, []string{"x.json", "temp"}},
 		{"no name", map[string]string{"x.json": `{"model":"m"}`}, []string{"x.json", "name is required"}},
 		{"no model", map[string]string{"x.json": `{"name":"a"}`}, []string{"x.json", "model is required"}},
 		{"bad name", map[string]string{"x.json": `{"name":"a/b","model":"m"}`}, []string{"x.json", "name"}},
 		{"rounds over cap", map[string]string{"x.json": `{"name":"a","model":"m","max_tool_rounds":17}`}, []string{"x.json", "max_tool_rounds"}},
-		{"tool twice", map[string]string{"x.json": `{"name":"a","model":"m","tools":["t","t"]}`}, []string{"x.json", "twice"}},
+		{"empty tool name", map[string]string{"x.json": `{"name":"a","model":"m","tools":[""]}`}, []string{"x.json", "empty"}},
+		{"a field of the wrong type", map[string]string{"x.json": `{"name":"a","model":"m","tools":"t"}`}, []string{"x.json", "not a valid agent file"}},
 		{"duplicate name", map[string]string{"x.json": `{"name":"a","model":"m"}`, "y.json": `{"name":"a","model":"m"}`}, []string{"y.json", "x.json", `"a"`}},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package rag
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/store"
@@ -15,7 +16,7 @@ import (
 // named ones. A missing index is created. Either everything is written or,
 // on any error, nothing.
 func (s *Service) write(ctx context.Context, tenant, index string, docs []Document, replace bool) (WriteResult, error) {
-	now := s.clk.Now().UTC()
+	now := s.clk.Now().UTC().Truncate(time.Second) // to the second, as every time the API shows
 	wr, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (WriteResult, error) {
 		var ix indexRecord
 		found, err := store.GetJSON(tx, bucketIndices, indexKey(tenant, index), &ix)
@@ -76,7 +77,7 @@ func (s *Service) write(ctx context.Context, tenant, index string, docs []Docume
 
 // deleteDoc deletes a document and updates its index.
 func (s *Service) deleteDoc(ctx context.Context, tenant, index, doc string) (DeleteResult, error) {
-	now := s.clk.Now().UTC()
+	now := s.clk.Now().UTC().Truncate(time.Second) // to the second, as every time the API shows
 	res, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (DeleteResult, error) {
 		ix, err := readIndex(tx, tenant, index)
 		if err != nil {

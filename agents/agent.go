@@ -170,7 +170,7 @@ func (a *Agent) validate() error {
 	switch {
 	case a.Name == "":
 		return errors.New("name is required")
-	case !validName(a.Name):
+	case !tools.ValidName(a.Name):
 		return fmt.Errorf("name %q must be 1 to 64 characters of a-z, A-Z, 0-9, _ and -", a.Name)
 	case strings.TrimSpace(a.Model) == "":
 		return errors.New("model is required")
@@ -240,17 +240,4 @@ func (a *Agent) systemPrompt() string {
 		return note
 	}
 	return a.SystemPrompt + "\n\n" + note
-}
-
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

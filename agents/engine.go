@@ -312,7 +312,7 @@ func readJSON(resp *upstream.Response, withTools bool) (ans *answer, used int64,
 		return nil, -1, readFailure(err)
 	case !json.Valid(b):
 		return nil, -1, readFailure(errors.New("agents: upstream answer is not JSON"))
-	case isErrorObject(b):
+	case relay.IsErrorObject(b):
 		return nil, -1, readFailure(fmt.Errorf("agents: upstream answered an error object: %.512s", b))
 	}
 	var cp completion
@@ -362,7 +362,7 @@ func peekStream(resp *upstream.Response) (ans *answer, used int64, err error) {
 			done = true
 			break
 		}
-		if isErrorObject([]byte(ev.Data)) {
+		if relay.IsErrorObject(ev.Data) {
 			resp.Body.Close()
 			return nil, usedTokens(usage), readFailure(fmt.Errorf("agents: upstream sent an error event: %.512s", ev.Data))
 		}
@@ -482,16 +482,6 @@ func isSSE(h http.Header, requested bool) bool {
 	}
 	mt, _, _ := mime.ParseMediaType(ct)
 	return mt == "text/event-stream"
-}
-
-// isErrorObject reports whether b is a JSON object whose first member is
-// "error" (an OpenAI-compatible error answer).
-func isErrorObject(b []byte) bool {
-	t := bytes.TrimLeft(b, " \t\r\n")
-	if len(t) == 0 || t[0] != '{' {
-		return false
-	}
-	return bytes.HasPrefix(bytes.TrimLeft(t[1:], " \t\r\n"), []byte(`"error"`))
 }
 
 // completion is what the loop reads of a JSON chat completion.

@@ -135,16 +135,6 @@ func appendMessages(tx store.Tx, tenant string, rec *sessionRecord, msgs []json.
 	return nil
 }
 
-// storeErr passes an *errcat.Error returned from a transaction through and
-// makes anything else storage_error.
-func storeErr(err error) error {
-	var e *errcat.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return errcat.Storage(err)
-}
-
 // sessionStore is the session storage of one Service.
 type sessionStore struct {
 	st store.Store
@@ -251,7 +241,7 @@ func (ss sessionStore) appendTurn(ctx context.Context, tenant, id string, msgs [
 		return putSession(tx, tenant, rec, false)
 	})
 	if err != nil {
-		return storeErr(err)
+		return errcat.FromStore(err)
 	}
 	return nil
 }
@@ -292,7 +282,7 @@ func (ss sessionStore) compact(ctx context.Context, tenant, id string, nextSeq u
 		return putSession(tx, tenant, rec, false)
 	})
 	if err != nil {
-		return nil, storeErr(err)
+		return nil, errcat.FromStore(err)
 	}
 	return kept, nil
 }

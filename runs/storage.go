@@ -80,19 +80,6 @@ func errBusy() *errcat.Error {
 		"A run is already queued or running for this repository and work item.")
 }
 
-// storeErr passes on an *errcat.Error a transaction returned (agent_busy) and
-// turns every other failure into storage_error.
-func storeErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *errcat.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return errcat.Storage(err)
-}
-
 // getRecord reads run id of tenant; ok is false when there is none.
 func getRecord(tx store.Tx, tenant, id string) (rec record, ok bool, err error) {
 	raw := tx.Get(bucketRuns, runKey(tenant, id))
@@ -143,7 +130,7 @@ func (s *Service) insert(ctx context.Context, rec record) (record, error) {
 		}
 		return putRecord(tx, rec)
 	})
-	return rec, storeErr(err)
+	return rec, errcat.FromStore(err)
 }
 
 // end moves the active run rec (as just read in tx) to its final state and
@@ -224,7 +211,7 @@ func (s *Service) cancelStored(ctx context.Context, tenant, id, reason string) (
 		out.Status, out.Reason, out.FinishedAt = StatusCancelled, reason, &now
 		return nil
 	})
-	return out, storeErr(err)
+	return out, errcat.FromStore(err)
 }
 
 // failQueued marks the queued runs of qs failed (ReasonShutdownQueued) in one
@@ -334,7 +321,7 @@ func (s *Service) load(ctx context.Context, tenant, id string) (v view, ok bool,
 		return nil
 	})
 	if err != nil {
-		return view{}, false, storeErr(err)
+		return view{}, false, errcat.FromStore(err)
 	}
 	return v, ok, nil
 }
@@ -371,7 +358,7 @@ func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool
 		})
 	})
 	if err != nil {
-		return nil, false, storeErr(err)
+		return nil, false, errcat.FromStore(err)
 	}
 	return page, more, nil
 }

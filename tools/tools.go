@@ -95,7 +95,7 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 // Register adds t. It fails when the name is invalid or already taken, when
 // Execute is nil, or when Parameters is not a JSON object.
 func (r *Registry) Register(t Tool) error {
-	if !validName(t.Name) {
+	if !ValidName(t.Name) {
 		return fmt.Errorf("tools.Register: invalid tool name %q", t.Name)
 	}
 	if t.Execute == nil {
@@ -162,7 +162,10 @@ func errToolNotFound(name string) *errcat.Error {
 	return errcat.Newf(errcat.InvalidField, "body.name", "No tool named %q is registered.", name)
 }
 
-func validName(s string) bool {
+// ValidName reports whether s is a valid tool name: 1 to 64 of [a-zA-Z0-9_-],
+// OpenAI's rule for function names. Agents share it, since agent_call names
+// an agent in a tool's arguments.
+func ValidName(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false
 	}

@@ -70,7 +70,7 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 		return fail(w, r, nil, fmt.Errorf("relay: read upstream answer: %w", err))
 	case !json.Valid(b):
 		return fail(w, r, nil, errors.New("relay: upstream answer is not JSON"))
-	case isErrorObject(string(b[:min(len(b), 256)])):
+	case IsErrorObject(b[:min(len(b), 256)]):
 		return fail(w, r, nil, fmt.Errorf("relay: upstream answered an error object: %.512s", b))
 	}
 	if opts.Capture != nil {
@@ -125,7 +125,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 				done = true
 				break
 			}
-			if isErrorObject(ev.Data) {
+			if IsErrorObject(ev.Data) {
 				failure = fmt.Errorf("relay: upstream sent an error event: %.512s", ev.Data)
 				break
 			}
@@ -245,15 +245,16 @@ func setApplied(h http.Header, applied string) {
 	}
 }
 
-// isErrorObject reports whether b is a JSON object whose first member is
+// IsErrorObject reports whether b is a JSON object whose first member is
 // "error", the shape OpenAI-compatible servers use for errors.
-func isErrorObject(b string) bool {
+func IsErrorObject[T jsonscan.Text](b T) bool {
 	s := jsonscan.New(b)
 	i := s.Space(0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	return strings.HasPrefix(b[s.Space(i+1):], `"error"`)
+	rest := b[s.Space(i+1):]
+	return len(rest) >= 7 && string(rest[:7]) == `"error"`
 }
 
 // keepalive sends ": keepalive" after an interval without events. It is a

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/store"
@@ -57,9 +56,6 @@ func messageKey(tenant, id string, seq uint64) []byte {
 	return store.AppendUint64(sessionKey(tenant, id), seq)
 }
 
-// inverted makes a Unix-ns time sort newest first in ascending byte order.
-func inverted(ns int64) []byte { return store.AppendUint64(nil, math.MaxUint64-uint64(ns)) }
-
 func userIndexPrefix(tenant, user, agent string) []byte {
 	return store.AppendString(store.AppendString(store.AppendString(nil, tenant), user), agent)
 }
@@ -69,7 +65,7 @@ func tenantIndexPrefix(tenant, agent string) []byte {
 }
 
 func indexKey(prefix []byte, created int64, id string) []byte {
-	k := append(bytes.Clone(prefix), inverted(created)...)
+	k := store.AppendNewestFirst(bytes.Clone(prefix), created)
 	return store.AppendString(k, id)
 }
 

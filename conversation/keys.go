@@ -3,7 +3,6 @@ package conversation
 import (
 	"encoding/binary"
 	"errors"
-	"math"
 	"time"
 
 	"github.com/chatgw/gateway/store"
@@ -52,12 +51,6 @@ func msgKey(p []byte, seq uint64) []byte {
 	return store.AppendUint64(k, seq)
 }
 
-// inverted turns a time in Unix nanoseconds into a key part that sorts newest
-// first in ascending byte order.
-func inverted(unixNano int64) []byte {
-	return store.AppendUint64(nil, math.MaxUint64-uint64(unixNano))
-}
-
 // userPrefix is str(tenant) str(user), the prefix of a user's index entries.
 func userPrefix(tenant, user string) []byte {
 	return str(str(nil, tenant), user)
@@ -70,7 +63,7 @@ func tenantPrefix(tenant string) []byte { return str(nil, tenant) }
 func indexKey(prefix []byte, updated int64, id string) []byte {
 	k := make([]byte, 0, len(prefix)+8+len(id))
 	k = append(k, prefix...)
-	k = append(k, inverted(updated)...)
+	k = store.AppendNewestFirst(k, updated)
 	return append(k, id...)
 }
 

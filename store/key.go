@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -51,6 +52,13 @@ func AppendString(dst []byte, s string) []byte {
 // reverse set then lists newest first.
 func AppendUint64(dst []byte, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(dst, n)
+}
+
+// AppendNewestFirst appends the time unixNano (after 1970) to dst as a key
+// component that sorts newest first in ascending order, for indexes listed
+// newest first without a reverse Scan, and returns the extended slice.
+func AppendNewestFirst(dst []byte, unixNano int64) []byte {
+	return AppendUint64(dst, math.MaxUint64-uint64(unixNano))
 }
 
 // ReadString decodes the string component that key starts with, as written by

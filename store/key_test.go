@@ -135,3 +135,14 @@ func TestPrefixEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendNewestFirst(t *testing.T) {
+	times := []int64{0, 1, 1e9, 1795314810123456789, 1795314810123456790}
+	for i := 1; i < len(times); i++ {
+		older := store.AppendNewestFirst([]byte("p"), times[i-1])
+		newer := store.AppendNewestFirst([]byte("p"), times[i])
+		if bytes.Compare(newer, older) >= 0 {
+			t.Errorf("time %d does not sort before the older %d: %x >= %x", times[i], times[i-1], newer, older)
+		}
+	}
+}

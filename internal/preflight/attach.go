@@ -115,16 +115,16 @@ func (r *request) checkHashes() ([]Document, error) {
 		if !a.document {
 			continue
 		}
-		hash := DocumentHash(unquote(r.raw(a.content)))
+		hash := DocumentHash(jsonscan.Unquote(r.raw(a.content)))
 		if a.contentHash.present() {
-			given := unquote(r.raw(a.contentHash))
+			given := jsonscan.Unquote(r.raw(a.contentHash))
 			if !strings.EqualFold(given, hash) {
 				return nil, errcat.Newf(errcat.InvalidField,
 					r.paramPrefix+"attachments["+strconv.Itoa(n)+"].content_hash",
 					"content_hash does not match the content; it must be %s.", hash)
 			}
 		}
-		docs = append(docs, Document{Name: unquote(r.raw(a.docName)), ContentHash: hash})
+		docs = append(docs, Document{Name: jsonscan.Unquote(r.raw(a.docName)), ContentHash: hash})
 	}
 	return docs, nil
 }

@@ -138,7 +138,7 @@ func lookupModel(req *Request, raw []byte) (*upstream.ModelInfo, string, error) 
 	if raw[0] != '"' {
 		return nil, "", errcat.New(errcat.InvalidField, req.ParamPrefix+"model", "model must be a string: a model alias.")
 	}
-	alias := unquote(raw)
+	alias := jsonscan.Unquote(raw)
 	m := req.Catalog.Lookup(alias)
 	if m == nil || (m.Kind != "" && m.Kind != upstream.KindChat) || !req.Tenant.AllowsModel(alias) {
 		return nil, "", errcat.Newf(errcat.ModelNotInAllowlist, paramModel,
@@ -191,7 +191,7 @@ func validArguments(b []byte, args span) bool {
 	raw := b[args.s:args.e]
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') >= 0 {
-		inner = []byte(unquote(raw))
+		inner = []byte(jsonscan.Unquote(raw))
 	}
 	return jsonscan.Valid(inner)
 }

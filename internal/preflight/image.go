@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"github.com/chatgw/gateway/internal/jsonscan"
 	"image"
 	"image/gif"
 	"image/jpeg"
@@ -29,7 +30,7 @@ const dataURIForm = "data:image/<jpeg|png|webp|gif>;base64,<data>"
 func checkImageURL(raw []byte, acceptsURL bool) *imageProblem {
 	url := raw[1 : len(raw)-1]
 	if bytes.IndexByte(url, '\\') >= 0 {
-		url = []byte(unquote(raw))
+		url = []byte(jsonscan.Unquote(raw))
 	}
 	if hasPrefixFold(url, "http://") || hasPrefixFold(url, "https://") {
 		if acceptsURL {

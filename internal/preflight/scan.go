@@ -2,7 +2,6 @@ package preflight
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 
 	"github.com/chatgw/gateway/internal/jsonscan"
@@ -29,19 +28,9 @@ func keyName(b []byte, k jsonscan.Key) []byte {
 // for every key, is inlined.
 //
 //go:noinline
-func unquoteKey(b []byte, k jsonscan.Key) []byte { return []byte(unquote(b[k.Start:k.End])) }
+func unquoteKey(b []byte, k jsonscan.Key) []byte { return []byte(jsonscan.Unquote(b[k.Start:k.End])) }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-// unquote decodes a valid JSON string literal (with its quotes).
-func unquote(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1])
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s)
-	return s
-}
 
 // strIs reports whether raw, a JSON string literal, decodes to lit; it does not
 // allocate for a literal without escapes.
@@ -52,5 +41,5 @@ func strIs(raw []byte, lit string) bool {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1:len(raw)-1]) == lit
 	}
-	return unquote(raw) == lit
+	return jsonscan.Unquote(raw) == lit
 }

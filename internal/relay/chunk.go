@@ -171,8 +171,8 @@ func (f *fastChunk) field(key jsonscan.Key, v int, seen []bool, names ...string)
 
 // strOrNull reads a string literal (raw, quoted) or null at i into *dst. It
 // gives up on \u escapes and invalid UTF-8, which encoding/json decodes by
-// rules of its own (surrogates, U+FFFD), so that unquoteTo's simple decoding
-// is exact for every literal it keeps.
+// rules of its own (surrogates, U+FFFD), so that the literals it keeps need
+// only jsonscan.Unquote's simple decoding.
 func (f *fastChunk) strOrNull(i int, dst *string) (int, error) {
 	switch f.s[i] {
 	case '"':
@@ -209,48 +209,6 @@ func (f *fastChunk) int64OrNull(i int, dst *int64) (int, error) {
 	return end, nil
 }
 
-// unquoteTo appends the text of raw, a string literal that strOrNull kept, to b.
-func unquoteTo(b *strings.Builder, raw string) {
-	raw = raw[1 : len(raw)-1]
-	for {
-		i := strings.IndexByte(raw, '\\')
-		if i < 0 {
-			b.WriteString(raw)
-			return
-		}
-		b.WriteString(raw[:i])
-		b.WriteByte(unescape(raw[i+1]))
-		raw = raw[i+2:]
-	}
-}
-
-// unquote returns the text of raw, a string literal that strOrNull kept; it
-// allocates only when raw has escapes.
-func unquote(raw string) string {
-	if strings.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1]
-	}
-	var b strings.Builder
-	unquoteTo(&b, raw)
-	return b.String()
-}
-
-func unescape(c byte) byte {
-	switch c {
-	case 'b':
-		return '\b'
-	case 'f':
-		return '\f'
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
-	}
-	return c // '"', '\\', '/'
-}
-
 // addFast folds a chunk that fastChunk read into the capture, as addChunk's
 // json.Unmarshal path would.
 func (c *Capture) addFast(f *fastChunk) {
@@ -262,15 +220,15 @@ func (c *Capture) addFast(f *fastChunk) {
 	}
 	for _, ch := range f.choices {
 		if ch.role != "" {
-			if role := unquote(ch.role); role != "" && role != c.Role {
+			if role := jsonscan.Unquote(ch.role); role != "" && role != c.Role {
 				c.Role = strings.Clone(role)
 			}
 		}
 		if ch.content != "" {
-			unquoteTo(&c.content, ch.content)
+			jsonscan.UnquoteTo(&c.content, ch.content)
 		}
 		if ch.finish != "" {
-			if fr := unquote(ch.finish); fr != "" && fr != c.FinishReason {
+			if fr := jsonscan.Unquote(ch.finish); fr != "" && fr != c.FinishReason {
 				c.FinishReason = strings.Clone(fr)
 			}
 		}
@@ -281,5 +239,5 @@ func unquoteOrEmpty(raw string) string {
 	if raw == "" {
 		return ""
 	}
-	return strings.Clone(unquote(raw))
+	return strings.Clone(jsonscan.Unquote(raw))
 }

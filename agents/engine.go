@@ -74,8 +74,8 @@ type roundBody struct {
 	Messages []json.RawMessage `json:"messages"`
 	Stream   bool              `json:"stream"`
 	// StreamOptions asks a streamed round for its usage (quota settlement).
-	StreamOptions *streamOptions `json:"stream_options,omitempty"`
-	Tools         []toolDef      `json:"tools,omitempty"`
+	StreamOptions *relay.StreamOptions `json:"stream_options,omitempty"`
+	Tools         []toolDef            `json:"tools,omitempty"`
 }
 
 // toolDef is an OpenAI function-tool definition.
@@ -257,10 +257,7 @@ type answer struct {
 // to the whole reservation when it had none or failed while being read), and
 // left on the final answer when the stream was handed over.
 func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage, withTools bool, defs []toolDef) (*answer, error) {
-	b := roundBody{Model: rn.alias, Messages: history, Stream: rn.stream}
-	if rn.stream {
-		b.StreamOptions = &streamOptions{IncludeUsage: true}
-	}
+	b := roundBody{Model: rn.alias, Messages: history, Stream: rn.stream, StreamOptions: relay.UsageOptions(rn.stream)}
 	if withTools {
 		b.Tools = defs
 	}

@@ -8,14 +8,6 @@ import (
 	"github.com/chatgw/gateway/internal/relay"
 )
 
-// streamOptions asks a streaming upstream for its final usage chunk, so that
-// a streamed round settles its quota ticket to the tokens really used (as
-// /c1 does). In a relayed final round the chunk (empty choices, usage)
-// reaches the client as it does from OpenAI when asked for.
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
 // admit asks the quota Accountant for a ticket for one upstream call of rn,
 // made against rn.model: quota's default output reservation (an agent
 // request carries no max_tokens) plus rn.prompt, the prompt estimate of the

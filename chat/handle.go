@@ -18,24 +18,16 @@ import (
 
 // upstreamBody is the OpenAI chat-completions request built for a turn.
 type upstreamBody struct {
-	Model          string            `json:"model"`
-	Messages       []json.RawMessage `json:"messages"`
-	Stream         bool              `json:"stream"`
-	StreamOptions  *streamOptions    `json:"stream_options,omitempty"`
-	MaxTokens      *int32            `json:"max_tokens,omitempty"`
-	Temperature    *float64          `json:"temperature,omitempty"`
-	Tools          json.RawMessage   `json:"tools,omitempty"`
-	ToolChoice     json.RawMessage   `json:"tool_choice,omitempty"`
-	ResponseFormat json.RawMessage   `json:"response_format,omitempty"`
-	Attachments    json.RawMessage   `json:"attachments,omitempty"`
-}
-
-// streamOptions asks a streaming upstream for its final usage chunk, so that a
-// streamed turn settles its quota ticket to the tokens really used instead of
-// the whole reservation. The chunk (empty choices, usage) reaches the client
-// as it does from OpenAI when asked for.
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+	Model          string               `json:"model"`
+	Messages       []json.RawMessage    `json:"messages"`
+	Stream         bool                 `json:"stream"`
+	StreamOptions  *relay.StreamOptions `json:"stream_options,omitempty"`
+	MaxTokens      *int32               `json:"max_tokens,omitempty"`
+	Temperature    *float64             `json:"temperature,omitempty"`
+	Tools          json.RawMessage      `json:"tools,omitempty"`
+	ToolChoice     json.RawMessage      `json:"tool_choice,omitempty"`
+	ResponseFormat json.RawMessage      `json:"response_format,omitempty"`
+	Attachments    json.RawMessage      `json:"attachments,omitempty"`
 }
 
 // turn is one request: its checked body and what it resolved to.
@@ -180,7 +172,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 		Model:          t.alias,
 		Messages:       append(sent[:len(sent):len(sent)], t.userMsg),
 		Stream:         t.stream,
-		StreamOptions:  streamUsage(t.stream),
+		StreamOptions:  relay.UsageOptions(t.stream),
 		MaxTokens:      q.MaxTokens,
 		Temperature:    q.Temperature,
 		Tools:          nonNull(q.Tools),
@@ -243,13 +235,4 @@ func nonNull(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return raw
-}
-
-// streamUsage returns the stream_options of an upstream call: usage asked for
-// when streaming, none otherwise (a JSON answer carries usage anyway).
-func streamUsage(stream bool) *streamOptions {
-	if !stream {
-		return nil
-	}
-	return &streamOptions{IncludeUsage: true}
 }

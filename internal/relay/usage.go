@@ -33,3 +33,24 @@ func (c *Capture) UsedTokens() int64 {
 	}
 	return -1
 }
+
+// StreamOptions is the stream_options of an upstream chat request.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// UsageOptions returns the stream_options with which a gateway-made upstream
+// call asks for usage: include_usage when streaming, so that a streamed answer
+// settles its quota ticket to the tokens really used (UsedTokens) instead of
+// the whole reservation; nil otherwise, as a JSON answer carries usage anyway.
+// The usage chunk (empty choices) reaches the client as it does from OpenAI
+// when asked for.
+func UsageOptions(stream bool) *StreamOptions {
+	if !stream {
+		return nil
+	}
+	return &includeUsage
+}
+
+// includeUsage is shared: the encoder only reads it.
+var includeUsage = StreamOptions{IncludeUsage: true}

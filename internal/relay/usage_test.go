@@ -30,3 +30,17 @@ func TestCaptureUsedTokens(t *testing.T) {
 		t.Errorf("nil Capture = %d", got)
 	}
 }
+
+func TestUsageOptions(t *testing.T) {
+	for _, tt := range []struct {
+		stream bool
+		want   string
+	}{{true, `{"stream_options":{"include_usage":true}}`}, {false, `{}`}} {
+		b, err := json.Marshal(struct {
+			O *relay.StreamOptions `json:"stream_options,omitempty"`
+		}{relay.UsageOptions(tt.stream)})
+		if err != nil || string(b) != tt.want {
+			t.Errorf("UsageOptions(%v) encodes as %s, %v; want %s", tt.stream, b, err, tt.want)
+		}
+	}
+}

@@ -61,7 +61,7 @@ func (s *Service) readChat(r *http.Request) (*run, []json.RawMessage, error) {
 // newRun resolves the principal, the agent of the path and the caller depth
 // of an HTTP request.
 func (s *Service) newRun(r *http.Request) (*run, error) {
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		return nil, err
 	}

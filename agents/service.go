@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
@@ -179,15 +178,6 @@ func (s *Service) checkTools(a *Agent) error {
 		}
 	}
 	return nil
-}
-
-// principal returns the request's principal, or internal_error.
-func principal(r *http.Request) (*auth.Principal, error) {
-	p := auth.FromContext(r.Context())
-	if p == nil || p.Tenant == nil {
-		return nil, errcat.Internal(errors.New("agents: no principal in context"))
-	}
-	return p, nil
 }
 
 // requireUser returns the GW-User-Id of r, or missing_field

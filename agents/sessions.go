@@ -291,7 +291,7 @@ func userMessage(raw json.RawMessage) (json.RawMessage, error) {
 // writeTarget resolves the principal, the agent and the (required) user of a
 // session write.
 func (s *Service) writeTarget(r *http.Request) (*auth.Principal, *Agent, string, error) {
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -309,7 +309,7 @@ func (s *Service) writeTarget(r *http.Request) (*auth.Principal, *Agent, string,
 // readTarget is writeTarget for reads, where a tenant admin may omit
 // GW-User-Id for the tenant-wide view (user "").
 func (s *Service) readTarget(r *http.Request) (*auth.Principal, *Agent, string, error) {
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		return nil, nil, "", err
 	}

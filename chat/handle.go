@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -108,9 +107,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // readTurn decodes and checks the request and settles the conversation id,
 // which it sends back in the response headers as soon as it is known.
 func readTurn(w http.ResponseWriter, r *http.Request) (*turn, error) {
-	p := auth.FromContext(r.Context())
-	if p == nil || p.Tenant == nil {
-		return nil, errcat.Internal(errors.New("chat: no principal"))
+	p, err := httpx.Principal(r)
+	if err != nil {
+		return nil, err
 	}
 	t := &turn{tenant: p.Tenant.ID, user: httpx.UserID(r)}
 	if t.user == "" {
@@ -121,7 +120,6 @@ func readTurn(w http.ResponseWriter, r *http.Request) (*turn, error) {
 	if hid, err := headerConversationID(r); err == nil && hid != "" {
 		setConversationHeaders(w, hid)
 	}
-	var err error
 	if t.q, err = decodeRequest(r); err != nil {
 		return nil, err
 	}

@@ -2,11 +2,9 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"unicode/utf8"
 
-	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
@@ -135,9 +133,9 @@ func handle[In, Out any](w http.ResponseWriter, r *http.Request,
 
 // tenantOf returns the tenant of the authenticated request.
 func tenantOf(r *http.Request) (string, error) {
-	p := auth.FromContext(r.Context())
-	if p == nil || p.Tenant == nil {
-		return "", errcat.Internal(errors.New("memory: no principal in request context"))
+	p, err := httpx.Principal(r)
+	if err != nil {
+		return "", err
 	}
 	return p.Tenant.ID, nil
 }

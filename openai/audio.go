@@ -66,7 +66,7 @@ func (s *Service) Translations(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) audio(w http.ResponseWriter, r *http.Request, path string) {
 	ctx := r.Context()
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

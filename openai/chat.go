@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/chatgw/gateway/auth"
-	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/internal/relay"
@@ -17,9 +15,9 @@ import (
 // ChatCompletions serves POST /v1/chat/completions (see the package doc).
 func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	p := auth.FromContext(ctx)
-	if p == nil {
-		httpx.WriteError(w, r, errcat.Internal(errNoPrincipal))
+	p, err := httpx.Principal(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
 		return
 	}
 	body, err := httpx.ReadBody(r)

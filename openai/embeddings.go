@@ -46,7 +46,7 @@ const (
 // upstream_unavailable).
 func (s *Service) Embeddings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

@@ -8,25 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/upstream"
 )
-
-var errNoTenant = errors.New("openai: no principal in the request context")
-
-// principal returns the request's principal; without one (a wiring bug) it
-// returns an internal_error.
-func principal(r *http.Request) (*auth.Principal, error) {
-	p := auth.FromContext(r.Context())
-	if p == nil || p.Tenant == nil {
-		return nil, errcat.Internal(errNoTenant)
-	}
-	return p, nil
-}
 
 // resolveModel returns the catalog model named by raw, the raw JSON of a
 // "model" member (nil when absent), when it has kind and the tenant allows it.

@@ -182,7 +182,7 @@ type genRequest struct {
 // Generate serves POST /v1/images/generations (see Images).
 func (m *Images) Generate(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

@@ -14,7 +14,7 @@ import (
 
 // List serves GET /v1/images (see Images).
 func (m *Images) List(w http.ResponseWriter, r *http.Request) {
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -61,7 +61,7 @@ func (m *Images) Content(w http.ResponseWriter, r *http.Request) {
 
 // Delete serves DELETE /v1/images/{id}.
 func (m *Images) Delete(w http.ResponseWriter, r *http.Request) {
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -81,7 +81,7 @@ func (m *Images) Delete(w http.ResponseWriter, r *http.Request) {
 // lookup returns the live image of the request's path id for its tenant, with
 // its bytes.
 func (m *Images) lookup(r *http.Request) (*imageJSON, []byte, error) {
-	p, err := principal(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,23 +1,19 @@
 package openai
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/chatgw/gateway/auth"
-	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/upstream"
 )
 
-var errNoPrincipal = errors.New("openai: no principal in the context")
-
 // Info serves GET /v1/info: the model catalog restricted to the tenant's
 // allowlist (see the package doc).
 func (s *Service) Info(w http.ResponseWriter, r *http.Request) {
-	p := auth.FromContext(r.Context())
-	if p == nil {
-		httpx.WriteError(w, r, errcat.Internal(errNoPrincipal))
+	p, err := httpx.Principal(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, s.info(p.Tenant))

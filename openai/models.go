@@ -34,9 +34,9 @@ type cachedList struct {
 
 // Models serves GET /v1/models (see the package doc).
 func (s *Service) Models(w http.ResponseWriter, r *http.Request) {
-	p := auth.FromContext(r.Context())
-	if p == nil {
-		httpx.WriteError(w, r, errcat.Internal(errNoPrincipal))
+	p, err := httpx.Principal(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
 		return
 	}
 	body, err := s.modelList(p.Tenant)

@@ -2,10 +2,8 @@ package rag
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
-	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
@@ -151,9 +149,9 @@ func handle[In, Out any](w http.ResponseWriter, r *http.Request,
 
 // tenantOf returns the tenant of the authenticated request.
 func tenantOf(r *http.Request) (string, error) {
-	p := auth.FromContext(r.Context())
-	if p == nil || p.Tenant == nil || p.Tenant.ID == "" {
-		return "", errcat.Internal(errors.New("rag: no principal in request context"))
+	p, err := httpx.Principal(r)
+	if err != nil {
+		return "", err
 	}
 	return p.Tenant.ID, nil
 }

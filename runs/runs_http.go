@@ -78,9 +78,9 @@ type caller struct {
 // tenant_admin's read (write false) is allowed: a tenant-wide view. The route
 // table already enforces this; the check here keeps the handlers safe alone.
 func callerOf(r *http.Request, write bool) (caller, error) {
-	p := auth.FromContext(r.Context())
-	if p == nil || p.Tenant == nil {
-		return caller{}, errcat.Internal(errors.New("runs: no principal in request context"))
+	p, err := httpx.Principal(r)
+	if err != nil {
+		return caller{}, err
 	}
 	c := caller{tenant: p.Tenant, user: httpx.UserID(r)}
 	if c.user == "" && (write || p.Role != auth.RoleTenantAdmin) {

@@ -3,7 +3,6 @@ package tenantconfig
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"sort"
@@ -140,9 +139,9 @@ func nonNil(s []string) []string {
 }
 
 func tenantOf(r *http.Request) (*auth.Tenant, error) {
-	p := auth.FromContext(r.Context())
-	if p == nil || p.Tenant == nil {
-		return nil, errcat.Internal(errors.New("tenantconfig: no principal in request context"))
+	p, err := httpx.Principal(r)
+	if err != nil {
+		return nil, err
 	}
 	return p.Tenant, nil
 }

@@ -2,11 +2,9 @@ package tools
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 
-	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 )
@@ -59,9 +57,9 @@ func (r *Registry) Execute(w http.ResponseWriter, req *http.Request) {
 		httpx.WriteError(w, req, errcat.New(errcat.InvalidField, "body.arguments", "Field arguments must be a JSON object."))
 		return
 	}
-	p := auth.FromContext(req.Context())
-	if p == nil || p.Tenant == nil {
-		httpx.WriteError(w, req, errcat.Internal(errors.New("tools.Execute: no principal in context")))
+	p, err := httpx.Principal(req)
+	if err != nil {
+		httpx.WriteError(w, req, err)
 		return
 	}
 	call := Call{TenantID: p.Tenant.ID, UserID: httpx.UserID(req), Principal: p, Arguments: args}

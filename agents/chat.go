@@ -107,7 +107,7 @@ func decodeMessages(raw json.RawMessage) ([]json.RawMessage, error) {
 // (the whole reservation without one).
 func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *final, capture *relay.Capture, commit func(context.Context) error) {
 	if capture == nil && fin.ticket != nil {
-		capture = new(relay.Capture)
+		capture = &relay.Capture{UsageOnly: true} // constant memory: nothing is stored
 	}
 	notices := rn.notices
 	if rn.fallback != nil {
@@ -122,6 +122,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *fi
 		Keepalive: s.keepalive,
 		Model:     rn.alias,
 		Clock:     s.clock,
+		MaxBytes:  s.maxBytes,
 	}
 	if commit != nil {
 		opts.Commit = func(ctx context.Context) error {

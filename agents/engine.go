@@ -287,7 +287,7 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 		if !withTools {
 			return &answer{final: &final{resp: resp, ticket: ticket}}, nil
 		}
-		ans, used, err := peekStream(resp)
+		ans, used, err := peekStream(resp, s.maxResponseBytes())
 		if err == nil && ans.final != nil {
 			ans.final.ticket = ticket // the usage comes with the rest of the stream
 		} else {
@@ -295,14 +295,23 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 		}
 		return ans, err
 	}
-	ans, used, err := readJSON(resp, withTools)
+	ans, used, err := readJSON(resp, withTools, s.maxResponseBytes())
 	ticket.Settle(used)
 	return ans, err
 }
 
-// readJSON reads a whole JSON answer; used is its usage (-1: unknown).
-func readJSON(resp *upstream.Response, withTools bool) (ans *answer, used int64, err error) {
-	b, err := io.ReadAll(resp.Body)
+// maxResponseBytes is the most of one upstream answer a round holds.
+func (s *Service) maxResponseBytes() int64 {
+	if s.maxBytes > 0 {
+		return s.maxBytes
+	}
+	return relay.DefaultMaxBytes
+}
+
+// readJSON reads a whole JSON answer of at most max bytes; used is its usage
+// (-1: unknown).
+func readJSON(resp *upstream.Response, withTools bool, max int64) (ans *answer, used int64, err error) {
+	b, err := io.ReadAll(relay.LimitReader(resp.Body, max))
 	resp.Body.Close()
 	switch {
 	case err != nil:
@@ -336,10 +345,11 @@ func readJSON(resp *upstream.Response, withTools bool) (ans *answer, used int64,
 // end and the calls returned. Nothing reached the client yet, so a failure is
 // still an ordinary error answer. used is the usage of a stream read to its
 // end (its usage chunk, asked for with stream_options), -1 when unknown; a
-// stream handed over leaves it to the relay.
-func peekStream(resp *upstream.Response) (ans *answer, used int64, err error) {
+// stream handed over leaves it to the relay. At most max bytes are read here
+// (the relay bounds what it captures of the rest).
+func peekStream(resp *upstream.Response, max int64) (ans *answer, used int64, err error) {
 	var rec bytes.Buffer
-	tee := io.TeeReader(resp.Body, &rec)
+	tee := io.TeeReader(relay.LimitReader(resp.Body, max), &rec)
 	var (
 		acc    toolAccumulator
 		text   strings.Builder
@@ -464,6 +474,10 @@ func validArgs(args string) bool {
 // does: upstream_timeout when the upstream call's time-out passed, else
 // upstream_error; the cause is only logged.
 func readFailure(cause error) *errcat.Error {
+	var own *errcat.Error
+	if errors.As(cause, &own) && own.Code == errcat.UpstreamError {
+		return own // the gateway's own verdict (relay.TooLarge)
+	}
 	if errcat.CodeOf(cause) == errcat.UpstreamTimeout {
 		return &errcat.Error{Code: errcat.UpstreamTimeout, Message: "The upstream model did not finish within the time-out; the answer is incomplete.", Cause: cause}
 	}

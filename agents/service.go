@@ -68,6 +68,9 @@ type Config struct {
 	// share the Accountant of /v1 and /c1 so that an agent cannot bypass it.
 	// Nil means no quotas.
 	Quota *quota.Accountant
+	// MaxResponseBytes bounds what the gateway holds of one upstream answer
+	// (relay.Options.MaxBytes). 0 means relay.DefaultMaxBytes (16 MiB).
+	MaxResponseBytes int64
 }
 
 // Service serves the /a1/agents family. Create it with New; it is safe for
@@ -84,6 +87,7 @@ type Service struct {
 	inject    func(ctx context.Context, tenantID, userID string) (string, error)
 	keepalive time.Duration
 	quota     *quota.Accountant
+	maxBytes  int64
 }
 
 // New returns the agents service of c. It fails when a required field is nil,
@@ -110,6 +114,7 @@ func New(c Config) (*Service, error) {
 		inject:    c.Inject,
 		keepalive: c.Keepalive,
 		quota:     c.Quota,
+		maxBytes:  c.MaxResponseBytes,
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}

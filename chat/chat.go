@@ -65,6 +65,11 @@ type Config struct {
 	// cloudB_daily_quota_exhausted); share one Accountant with /v1 so that both
 	// endpoints count against the same budget. Nil means no quotas.
 	Quota *quota.Accountant
+	// MaxResponseBytes bounds what the gateway holds of one upstream answer
+	// (relay.Options.MaxBytes); a reply is also refused when it alone would
+	// not fit the model's context window, so that a stored conversation can
+	// always be continued. 0 means relay.DefaultMaxBytes (16 MiB).
+	MaxResponseBytes int64
 }
 
 // Service serves POST /c1/chat.
@@ -79,6 +84,7 @@ type Service struct {
 	inject    func(ctx context.Context, tenantID, userID string) (string, error)
 	keepalive time.Duration
 	quota     *quota.Accountant
+	maxBytes  int64
 }
 
 // New returns the chat service of cfg.
@@ -94,6 +100,7 @@ func New(cfg Config) *Service {
 		inject:    cfg.Inject,
 		keepalive: cfg.Keepalive,
 		quota:     cfg.Quota,
+		maxBytes:  cfg.MaxResponseBytes,
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}

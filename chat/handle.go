@@ -60,10 +60,13 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The reply is captured to be stored, and for its usage when a quota
-	// applies.
+	// applies (only the usage of an ephemeral turn, which stores nothing).
 	var capture *relay.Capture
-	if !t.ephemeral || ticket != nil {
+	switch {
+	case !t.ephemeral:
 		capture = new(relay.Capture)
+	case ticket != nil:
+		capture = &relay.Capture{UsageOnly: true}
 	}
 	answered := false // upstream.Do succeeded: the upstream spent tokens
 	defer func() {
@@ -101,7 +104,24 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Model:     t.alias,
 		Clock:     s.clock,
 		Keepalive: s.keepalive,
+		MaxBytes:  s.maxReplyBytes(t, pf.Model.ContextWindow),
 	})
+}
+
+// maxReplyBytes is the most of a reply the turn holds: the configured cap,
+// and for a stored turn no more than the model's context window holds by the pre-flight estimate
+// (preflight.BytesPerToken), because a stored reply that alone overflows the
+// window would make every later turn of the conversation answer
+// context_window_exceeded.
+func (s *Service) maxReplyBytes(t *turn, window int) int64 {
+	limit := s.maxBytes
+	if limit <= 0 {
+		limit = relay.DefaultMaxBytes
+	}
+	if window > 0 && !t.ephemeral {
+		limit = min(limit, int64(window)*preflight.BytesPerToken)
+	}
+	return limit
 }
 
 // readTurn decodes and checks the request and settles the conversation id,

@@ -50,7 +50,9 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	var capture *relay.Capture // for the usage, when a quota applies
 	if ticket != nil {
-		capture = new(relay.Capture)
+		// Only the usage: a /v1 stream is relayed in constant memory however
+		// long it runs.
+		capture = &relay.Capture{UsageOnly: true}
 	}
 	answered := false // upstream.Do succeeded: the upstream spent tokens
 	defer func() {
@@ -86,6 +88,7 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		Keepalive: s.keepalive,
 		Model:     pf.Model.Alias,
 		Clock:     s.clock,
+		MaxBytes:  s.maxBytes,
 	})
 	if !res.Complete {
 		info.Logger.LogAttrs(ctx, slog.LevelInfo, "chat completion not completed",

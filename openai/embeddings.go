@@ -85,7 +85,7 @@ func (s *Service) Embeddings(w http.ResponseWriter, r *http.Request) {
 	if resp.Fallback {
 		notices = append(notices, relay.BackendFallback(resp))
 	}
-	relay.Response(w, r, resp, relay.Options{Notices: notices, Model: m.Alias, Clock: s.clock})
+	relay.Response(w, r, resp, relay.Options{Notices: notices, Model: m.Alias, Clock: s.clock, MaxBytes: s.maxBytes})
 }
 
 // checkEmbeddingInput applies the rules of Embeddings to the raw input member

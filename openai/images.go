@@ -16,6 +16,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream"
@@ -109,6 +110,9 @@ type Images struct {
 	st      store.Store
 	clock   clock.Clock
 	logger  *slog.Logger
+	// maxBytes bounds the upstream's JSON answer, which is held whole to
+	// decode and store its images.
+	maxBytes int64
 }
 
 // ImagesConfig configures Images.
@@ -125,6 +129,9 @@ type ImagesConfig struct {
 	Clock clock.Clock
 	// Logger logs the purger's failures. Nil discards them.
 	Logger *slog.Logger
+	// MaxResponseBytes bounds what the gateway holds of one upstream answer
+	// (relay.Options.MaxBytes). 0 means relay.DefaultMaxBytes (16 MiB).
+	MaxResponseBytes int64
 }
 
 // Image limits and defaults.
@@ -138,13 +145,14 @@ const (
 	ImageRateWindow = time.Hour
 	// DefaultImagePurgeInterval is RunPurger's interval when given none.
 	DefaultImagePurgeInterval = time.Minute
-	// maxImageAnswerBytes bounds the upstream's JSON answer.
-	maxImageAnswerBytes = 128 << 20
 )
 
 // NewImages returns the image endpoints for cfg.
 func NewImages(cfg ImagesConfig) *Images {
-	m := &Images{up: cfg.Upstream, catalog: cfg.Catalog, st: cfg.Store, clock: cfg.Clock, logger: cfg.Logger}
+	m := &Images{up: cfg.Upstream, catalog: cfg.Catalog, st: cfg.Store, clock: cfg.Clock, logger: cfg.Logger, maxBytes: cfg.MaxResponseBytes}
+	if m.maxBytes <= 0 {
+		m.maxBytes = relay.DefaultMaxBytes
+	}
 	if m.clock == nil {
 		m.clock = clock.Wall{}
 	}
@@ -327,15 +335,12 @@ func (m *Images) generate(ctx context.Context, req *genRequest) ([]genImage, jso
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxImageAnswerBytes+1))
+	raw, err := io.ReadAll(relay.LimitReader(resp.Body, m.maxBytes))
 	if err != nil {
 		return nil, nil, errcat.As(err)
 	}
 	bad := func(msg string, cause error) error {
 		return &errcat.Error{Code: errcat.UpstreamError, Message: msg, Cause: cause}
-	}
-	if len(raw) > maxImageAnswerBytes {
-		return nil, nil, bad("The upstream's image answer is too large.", nil)
 	}
 	var ans struct {
 		Data []struct {

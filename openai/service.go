@@ -92,6 +92,9 @@ type Config struct {
 	// cloudB_daily_quota_exhausted); share one Accountant with /c1 so that both
 	// endpoints count against the same budget. Nil means no quotas.
 	Quota *quota.Accountant
+	// MaxResponseBytes bounds what the gateway holds of one upstream answer
+	// (relay.Options.MaxBytes). 0 means relay.DefaultMaxBytes (16 MiB).
+	MaxResponseBytes int64
 }
 
 // Service serves the /v1 chat, models and info endpoints. Its handler methods
@@ -106,6 +109,7 @@ type Service struct {
 	keepalive time.Duration
 	consents  preflight.Consents
 	quota     *quota.Accountant
+	maxBytes  int64
 	created   int64 // the models' created time
 
 	mu     sync.Mutex
@@ -122,6 +126,7 @@ func New(cfg Config) *Service {
 		inject:    cfg.Inject,
 		keepalive: cfg.KeepaliveInterval,
 		quota:     cfg.Quota,
+		maxBytes:  cfg.MaxResponseBytes,
 		models:    map[string]cachedList{},
 	}
 	if s.clock == nil {

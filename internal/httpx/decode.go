@@ -75,11 +75,16 @@ func readSized(body io.Reader, n int) ([]byte, error) {
 }
 
 // BodyError maps a failure to read the request body to its catalogued error:
-// body_too_large for *http.MaxBytesError, invalid_json otherwise.
+// body_too_large for *http.MaxBytesError, an *errcat.Error as it is (the
+// middleware's verdict on a body that stalled), invalid_json otherwise.
 func BodyError(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", mbe.Limit)
+	}
+	var own *errcat.Error
+	if errors.As(err, &own) {
+		return own
 	}
 	return &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body could not be read.", Cause: err}
 }

@@ -40,6 +40,9 @@ type Info struct {
 	// bodies of authenticated routes); ReadBody returns it instead of reading again.
 	Body     []byte
 	BodyRead bool
+	// Shutdown is done when the gateway ends the streams in flight because
+	// it shuts down (Gateway.EndStreams); nil outside a gateway.
+	Shutdown context.Context
 
 	// The parts of an Info made by NewInfo, allocated with it.
 	log      slog.Logger // what Logger points to

@@ -26,7 +26,13 @@ type Capture struct {
 	// Usage is the usage object verbatim, or nil when the answer had none (a
 	// stream carries one only with stream_options.include_usage).
 	Usage json.RawMessage
+	// UsageOnly, when set before the relay, keeps the answer's id, model,
+	// finish reason and usage but not its text or tool calls: a relay that
+	// needs only the usage (quota settlement on /v1) then holds constant memory
+	// however long the stream runs.
+	UsageOnly bool
 
+	size    int64 // bytes of text and tool-call arguments collected so far
 	content strings.Builder
 	args    [][]byte  // arguments of ToolCalls, by index
 	fast    fastChunk // addChunk's walk, reused from chunk to chunk
@@ -100,8 +106,15 @@ func (c *Capture) addChunkJSON(data string) {
 		if d.Role != "" {
 			c.Role = d.Role
 		}
+		if choice.FinishReason != nil && *choice.FinishReason != "" {
+			c.FinishReason = *choice.FinishReason
+		}
+		if c.UsageOnly {
+			continue
+		}
 		if d.Content != nil {
 			c.content.WriteString(*d.Content)
+			c.size += int64(len(*d.Content))
 		}
 		for _, tc := range d.ToolCalls {
 			if tc.Index < 0 || tc.Index > 1024 {
@@ -122,9 +135,7 @@ func (c *Capture) addChunkJSON(data string) {
 				t.Function.Name += tc.Function.Name
 			}
 			c.args[tc.Index] = append(c.args[tc.Index], tc.Function.Arguments...)
-		}
-		if choice.FinishReason != nil && *choice.FinishReason != "" {
-			c.FinishReason = *choice.FinishReason
+			c.size += int64(len(tc.Function.Name) + len(tc.Function.Arguments))
 		}
 	}
 }

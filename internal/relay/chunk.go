@@ -224,8 +224,10 @@ func (c *Capture) addFast(f *fastChunk) {
 				c.Role = strings.Clone(role)
 			}
 		}
-		if ch.content != "" {
+		if ch.content != "" && !c.UsageOnly {
+			n := c.content.Len()
 			jsonscan.UnquoteTo(&c.content, ch.content)
+			c.size += int64(c.content.Len() - n)
 		}
 		if ch.finish != "" {
 			if fr := jsonscan.Unquote(ch.finish); fr != "" && fr != c.FinishReason {

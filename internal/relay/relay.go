@@ -53,6 +53,14 @@ type Options struct {
 	// envelope, or a gw.error event ending the stream, without data: [DONE]) and
 	// the relay is not complete. /c1 persists the turn here.
 	Commit func(ctx context.Context) error
+	// MaxBytes bounds what the relay holds of one answer: the body of a JSON
+	// answer, and the reply a Capture collects from a stream. An answer over it
+	// fails with TooLarge (upstream_error): before the first byte as the JSON
+	// error envelope, after it as a gw.error event ending the stream, and Commit
+	// does not run, so nothing half-done is stored. A stream relayed without a
+	// Capture, or with a UsageOnly one, is relayed whatever its length in
+	// constant memory. 0 means DefaultMaxBytes.
+	MaxBytes int64
 }
 
 // Result says how a relay ended.

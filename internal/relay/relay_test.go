@@ -166,7 +166,7 @@ func TestStreamGolden(t *testing.T) {
 
 var ignoreBuilders = cmp.FilterPath(func(p cmp.Path) bool {
 	name := p.Last().String()
-	return name == ".content" || name == ".args" || name == ".fast"
+	return name == ".content" || name == ".args" || name == ".fast" || name == ".size"
 }, cmp.Ignore())
 
 // events splits an SSE transcript into its events.

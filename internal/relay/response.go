@@ -35,6 +35,12 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 	defer body.Close()
 	stop := context.AfterFunc(r.Context(), func() { body.Close() })
 	defer stop()
+	if sd := httpx.InfoFrom(r.Context()).Shutdown; sd != nil {
+		// The gateway shuts down: the upstream read ends, and the client is
+		// told why (see shutdownError).
+		stopSD := context.AfterFunc(sd, func() { body.Close() })
+		defer stopSD()
+	}
 
 	var res Result
 	if isStream(resp.Header, opts.Stream) {
@@ -61,11 +67,16 @@ func isStream(h http.Header, requested bool) bool {
 
 func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Options) Result {
 	ctx := r.Context()
-	b, err := io.ReadAll(body)
+	b, err := io.ReadAll(LimitReader(body, opts.maxBytes()))
 	if ctx.Err() != nil {
 		return Result{Err: context.Cause(ctx)}
 	}
+	var tooLarge *errcat.Error
 	switch {
+	case shuttingDown(r):
+		return reject(w, r, nil, ShuttingDown())
+	case errors.As(err, &tooLarge):
+		return reject(w, r, nil, tooLarge)
 	case err != nil:
 		return fail(w, r, nil, fmt.Errorf("relay: read upstream answer: %w", err))
 	case !json.Valid(b):
@@ -132,8 +143,11 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 			if !haveMeta {
 				haveMeta = readMeta(s, ev.Data)
 			}
-			if opts.Capture != nil {
-				opts.Capture.addChunk(ev.Data)
+			if c := opts.Capture; c != nil {
+				if c.addChunk(ev.Data); c.size > opts.maxBytes() {
+					failure = TooLarge(opts.maxBytes())
+					break
+				}
 			}
 		}
 		mu.Lock()
@@ -160,6 +174,9 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		return Result{Stream: true, Started: s.Started(), Err: context.Cause(ctx)}
 	}
 	if !done {
+		if shuttingDown(r) {
+			return reject(w, r, s, ShuttingDown())
+		}
 		if failure == nil {
 			failure = errors.New("relay: upstream stream ended without [DONE]")
 		}
@@ -192,6 +209,10 @@ func fail(w http.ResponseWriter, r *http.Request, s *SSE, cause error) Result {
 		Message: "The upstream model failed while answering; the answer is incomplete.",
 		Cause:   cause,
 	}
+	var own *errcat.Error
+	if errors.As(cause, &own) && own.Code == errcat.UpstreamError {
+		return reject(w, r, s, own) // the gateway's own verdict (TooLarge), message and all
+	}
 	if errcat.CodeOf(cause) == errcat.UpstreamTimeout {
 		e.Code, e.Message = errcat.UpstreamTimeout, "The upstream model did not finish within the time-out; the answer is incomplete."
 	}
@@ -213,6 +234,21 @@ func reject(w http.ResponseWriter, r *http.Request, s *SSE, err error) Result {
 	info.Err = e
 	s.Error(e)
 	return Result{Stream: true, Started: true, Err: e}
+}
+
+// ShuttingDown is the error of an answer cut because the gateway shuts down:
+// 503 upstream_unavailable, which clients retry, with a message that tells it
+// from a network failure. A stream that started ends with it as a gw.error
+// event.
+func ShuttingDown() *errcat.Error {
+	return errcat.New(errcat.UpstreamUnavailable, "",
+		"The gateway is shutting down; the answer is incomplete. Send the request again.")
+}
+
+// shuttingDown reports whether the gateway of r is ending its streams.
+func shuttingDown(r *http.Request) bool {
+	sd := httpx.InfoFrom(r.Context()).Shutdown
+	return sd != nil && sd.Err() != nil
 }
 
 // readMeta takes the stream's id, created and model from a chunk; it reports

@@ -62,6 +62,11 @@ type Gateway struct {
 	agents  *agents.Service
 	runs    *runs.Service
 
+	// shutdown is done once EndStreams was called; every request's
+	// httpx.Info carries it to the relay.
+	shutdown   context.Context
+	endStreams context.CancelFunc
+
 	closeOnce sync.Once
 	closers   []func() error
 }
@@ -79,6 +84,7 @@ func New(opts ...Option) (*Gateway, error) {
 		return nil, errors.New("gateway: no token catalog: use WithTokenCatalog")
 	}
 	g := &Gateway{cfg: cfg, errorsJSON: errcat.CatalogHandler(), errorsHTML: errcat.DocsHandler()}
+	g.shutdown, g.endStreams = context.WithCancel(context.Background())
 	if err := g.wire(); err != nil {
 		g.Close()
 		return nil, err
@@ -148,15 +154,18 @@ func (g *Gateway) wireFamilies() error {
 	g.openai = openai.New(openai.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
 		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
-		Quota: quotas,
+		Quota: quotas, MaxResponseBytes: c.maxResponse,
 	})
-	g.images = openai.NewImages(openai.ImagesConfig{Upstream: c.upstream, Catalog: g.catalog, Store: c.store, Clock: c.clock, Logger: c.logger})
+	g.images = openai.NewImages(openai.ImagesConfig{
+		Upstream: c.upstream, Catalog: g.catalog, Store: c.store, Clock: c.clock, Logger: c.logger,
+		MaxResponseBytes: c.maxResponse,
+	})
 	g.startPurger()
 	g.conv = conversation.New(conversation.Config{Store: c.store, Clock: c.clock})
 	g.chat = chat.New(chat.Config{
 		History: g.conv, Upstream: c.upstream, Catalog: g.catalog, Store: c.store,
 		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContext,
-		Quota: quotas,
+		Quota: quotas, MaxResponseBytes: c.maxResponse,
 	})
 	// Runs write their final states on Close, so they close before the store
 	// (closers run in reverse order).
@@ -183,7 +192,7 @@ func (g *Gateway) wireAgents(quotas *quota.Accountant) error {
 	g.agents, err = agents.New(agents.Config{
 		Agents: list, Tools: g.tools, Upstream: c.upstream, Catalog: g.catalog,
 		Store: c.store, Clock: c.clock, Logger: c.logger, Inject: g.mem.SystemContext,
-		Keepalive: c.keepalive, Quota: quotas,
+		Keepalive: c.keepalive, Quota: quotas, MaxResponseBytes: c.maxResponse,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: agents: %w", err)
@@ -211,12 +220,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.serve(w, r)
 }
 
+// EndStreams ends the answers in flight that relay an upstream model: each
+// stream sends a gw.error event (upstream_unavailable, its message saying the
+// gateway is shutting down) and ends, and an answer not yet started answers
+// that error as JSON, so that clients can tell the cut from a network failure
+// and retry elsewhere. Call it when the grace of a shutdown ran out
+// (http.Server.Shutdown returned context.DeadlineExceeded), then give the
+// handlers a moment to write it before closing the connections. Requests
+// that arrive afterwards are served as usual.
+func (g *Gateway) EndStreams() { g.endStreams() }
+
 // Close releases what New opened (the default store's file lock). It is safe to
 // call more than once; in-flight requests should be drained first (http.Server's
 // Shutdown does that).
 func (g *Gateway) Close() error {
 	var err error
 	g.closeOnce.Do(func() {
+		g.endStreams()
 		for i := len(g.closers) - 1; i >= 0; i-- {
 			err = errors.Join(err, g.closers[i]())
 		}

@@ -22,6 +22,7 @@ import (
 type env struct {
 	srv  *httptest.Server
 	fake *upstreamtest.Server
+	g    *gateway.Gateway
 }
 
 func newEnv(t *testing.T, opts ...gateway.Option) *env {
@@ -47,7 +48,7 @@ func newEnv(t *testing.T, opts ...gateway.Option) *env {
 	}
 	srv := httptest.NewServer(g)
 	t.Cleanup(func() { srv.Close(); g.Close() })
-	return &env{srv: srv, fake: fake}
+	return &env{srv: srv, fake: fake, g: g}
 }
 
 type call struct {

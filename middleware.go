@@ -44,6 +44,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	st := new(requestState) // the request's Info and writer in one allocation
 	info, sw := &st.info, &st.sw
 	info.Init(requestID(r.Header.Get(httpx.HeaderRequestID)), g.log)
+	info.Shutdown = g.shutdown
 	info.SetRequestIDHeader(w.Header())
 	*sw = statusWriter{ResponseWriter: w, info: info}
 	defer func() {
@@ -60,7 +61,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = http.MaxBytesReader(sw, r.Body, g.cfg.bodyLimit)
+		st.body = requestBody{rc: r.Body, dl: deadlineOf(w), start: start, grace: g.cfg.bodyTimeout, minRate: g.cfg.bodyMinRate}
+		sw.body = &st.body
+		r.Body = http.MaxBytesReader(sw, &st.body, g.cfg.bodyLimit)
 	}
 	g.router.ServeHTTP(sw, r)
 }
@@ -69,6 +72,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 type requestState struct {
 	info httpx.Info
 	sw   statusWriter
+	body requestBody
 }
 
 // logRequest writes the request log line, unless the logger drops it.
@@ -268,6 +272,7 @@ func requestID(given string) string {
 type statusWriter struct {
 	http.ResponseWriter
 	info   *httpx.Info
+	body   *requestBody // nil: the request has no body
 	status int
 	bytes  int64
 	wrote  bool
@@ -275,18 +280,27 @@ type statusWriter struct {
 
 func (s *statusWriter) WriteHeader(code int) {
 	if !s.wrote {
-		s.status, s.wrote = code, true
+		s.begin(code)
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if !s.wrote {
-		s.status, s.wrote = http.StatusOK, true
+		s.begin(http.StatusOK)
 	}
 	n, err := s.ResponseWriter.Write(b)
 	s.bytes += int64(n)
 	return n, err
+}
+
+// begin records the status of the answer, which is about to start; a body
+// not read to its end is abandoned (see requestBody.abandon).
+func (s *statusWriter) begin(code int) {
+	s.status, s.wrote = code, true
+	if s.body != nil {
+		s.body.abandon(s.Header())
+	}
 }
 
 // Flush lets handlers that assert http.Flusher stream through the wrapper.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/upstream"
 )
 
@@ -29,15 +30,21 @@ type config struct {
 	shutdownWait time.Duration
 	agentsDir    string
 	codingCmd    string
+	maxResponse  int64
+	bodyTimeout  time.Duration
+	bodyMinRate  int64
 }
 
 func defaultConfig() config {
 	return config{
-		dataDir:   "./data",
-		rate:      auth.Rate{PerSecond: 1, Burst: 30},
-		bodyLimit: 32 << 20,
-		keepalive: 15 * time.Second,
-		backends:  upstream.Backends{LocalURL: "http://127.0.0.1:11434/v1"},
+		dataDir:     "./data",
+		rate:        auth.Rate{PerSecond: 1, Burst: 30},
+		bodyLimit:   32 << 20,
+		maxResponse: relay.DefaultMaxBytes,
+		bodyTimeout: 30 * time.Second,
+		bodyMinRate: 16 << 10,
+		keepalive:   15 * time.Second,
+		backends:    upstream.Backends{LocalURL: "http://127.0.0.1:11434/v1"},
 	}
 }
 
@@ -118,6 +125,44 @@ func WithBodyLimit(n int64) Option {
 			return errors.New("gateway: WithBodyLimit: limit must be positive")
 		}
 		c.bodyLimit = n
+		return nil
+	}
+}
+
+// WithMaxResponseBytes sets the most the gateway holds of one upstream
+// answer, in bytes: a JSON answer (read whole to check and relay it), and the
+// reply a path captures to store it (/c1, agent sessions) or to act on it
+// (an agent's tool rounds, images). Default 16777216 (16 MiB). An answer over
+// it is refused with upstream_error (a gw.error event once a stream started)
+// and nothing of it is stored. Streams relayed without being stored (/v1) are
+// not limited: they are relayed in constant memory.
+func WithMaxResponseBytes(n int64) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return errors.New("gateway: WithMaxResponseBytes: limit must be positive")
+		}
+		c.maxResponse = n
+		return nil
+	}
+}
+
+// WithBodyTimeout bounds how long a request body may take to arrive: the
+// whole body within grace plus one second per minRate bytes read (a client on
+// a slow link may take longer for a large body, one that stalls may not).
+// A body that does not arrive in time fails with invalid_json, and the
+// connection is closed after the answer. Default 30 s and 16384 bytes per
+// second. grace 0 turns the limit off; minRate 0 gives every body grace alone.
+//
+// The deadline is the connection's read deadline, set through the server's
+// ResponseWriter (http.ResponseController), so it works with net/http's
+// server; serve the gateway with http.Server.ReadHeaderTimeout set as well,
+// which bounds the headers before the gateway sees the request.
+func WithBodyTimeout(grace time.Duration, minRate int64) Option {
+	return func(c *config) error {
+		if grace < 0 || minRate < 0 {
+			return errors.New("gateway: WithBodyTimeout: grace and minRate must not be negative")
+		}
+		c.bodyTimeout, c.bodyMinRate = grace, minRate
 		return nil
 	}
 }

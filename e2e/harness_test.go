@@ -145,6 +145,9 @@ type setup struct {
 	LocalURL, CloudAURL, CloudBURL string
 	// Configurations of the three fakes.
 	Local, CloudA, CloudB upstreamtest.Config
+	// FileLimit, when > 0, is gatewayd's open-file limit (soft and hard, so
+	// that the Go runtime cannot raise it), set by sh's ulimit.
+	FileLimit int
 }
 
 const (
@@ -168,6 +171,7 @@ type gw struct {
 	stopped               bool
 	env                   map[string]string
 	args                  []string
+	fileLimit             int
 }
 
 // syncBuffer collects gatewayd's stderr.
@@ -214,7 +218,7 @@ func start(t *testing.T, mod func(s *setup)) *gw {
 	if mod != nil {
 		mod(s)
 	}
-	g := &gw{t: t}
+	g := &gw{t: t, fileLimit: s.FileLimit}
 	g.Local = upstreamtest.New(t, upstreamtest.WithConfig(withID(s.Local, "chatcmpl-local")))
 	g.CloudA = upstreamtest.New(t, upstreamtest.WithConfig(withID(s.CloudA, "chatcmpl-clouda")))
 	g.CloudB = upstreamtest.New(t, upstreamtest.WithConfig(withID(s.CloudB, "chatcmpl-cloudb")))
@@ -319,6 +323,10 @@ func withID(c upstreamtest.Config, id string) upstreamtest.Config {
 func (g *gw) launch(env map[string]string, args []string) {
 	g.t.Helper()
 	cmd := exec.Command(gatewaydBin, args...)
+	if g.fileLimit > 0 {
+		// exec: the shell becomes gatewayd, so signals reach it.
+		cmd = exec.Command("sh", append([]string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(g.fileLimit), gatewaydBin}, args...)...)
+	}
 	cmd.Env = gatewayEnv(env)
 	g.stderr = &syncBuffer{}
 	cmd.Stderr = g.stderr

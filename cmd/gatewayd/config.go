@@ -35,6 +35,14 @@ type config struct {
 	UpstreamTimeout  time.Duration `env:"UPSTREAM_TIMEOUT, default=600s" help:"total upstream time-out"`
 	FirstByteTimeout time.Duration `env:"FIRST_BYTE_TIMEOUT, default=120s" help:"per-attempt wait for the first byte before the next backend"`
 	CodingAgentCmd   string        `env:"CODING_AGENT_CMD" help:"command that executes coding-agent runs; unset: disabled"`
+	MaxResponseBytes int64         `env:"MAX_RESPONSE_BYTES, default=16777216" help:"most the gateway holds of one upstream answer, JSON or captured stream"`
+	BodyTimeout      time.Duration `env:"BODY_TIMEOUT, default=30s" help:"time a request body may take to arrive, before the minimum rate applies; 0: no limit"`
+	BodyMinRate      int64         `env:"BODY_MIN_RATE, default=16384" help:"bytes per second a request body must arrive at after the body time-out's grace"`
+	HeaderTimeout    time.Duration `env:"HEADER_TIMEOUT, default=10s" help:"time a client may take to send a request's headers"`
+	MaxHeaderBytes   int           `env:"MAX_HEADER_BYTES, default=65536" help:"largest request line plus headers; larger: 431"`
+	IdleTimeout      time.Duration `env:"IDLE_TIMEOUT, default=120s" help:"how long an idle keep-alive connection is kept"`
+	MaxConns         int           `env:"MAX_CONNS, default=0" help:"most client connections open at once; 0: half the open-file limit less a reserve"`
+	MaxConnsPerIP    int           `env:"MAX_CONNS_PER_CLIENT, default=1024" help:"most connections open at once from one client IP address; 0: no cap (behind a proxy every client has its address)"`
 	Dev              bool          `help:"development mode: generated admin token, demo backend when none answers"`
 	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`
 }

@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/chatgw/gateway"
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/internal/connlimit"
 	"github.com/chatgw/gateway/internal/demo"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -55,25 +57,67 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		gateway.WithBodyLimit(cfg.BodyLimitBytes),
 		gateway.WithAgentsDir(cfg.AgentsDir),
 		gateway.WithCodingAgentCommand(cfg.CodingAgentCmd),
+		gateway.WithMaxResponseBytes(cfg.MaxResponseBytes),
+		gateway.WithBodyTimeout(cfg.BodyTimeout, cfg.BodyMinRate),
 	)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen(cfg, log)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	base := "http://" + ln.Addr().String()
 	log.Info("gatewayd serving", "addr", base, "playground", base+"/playground", "errors", base+"/docs/errors")
 	fmt.Fprintf(stderr, "chatgw listening on %s (API %s/v1, playground %s/playground)\n", base, base, base)
 	go watchReload(ctx, reload, log)
-	return serve(ctx, ln, g, cfg.ShutdownTimeout, log)
+	return serve(ctx, ln, newServer(cfg, g), g.EndStreams, cfg.ShutdownTimeout, log)
 }
 
-// serve runs the HTTP server until ctx is done, then drains it.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, log *slog.Logger) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+// newServer is the HTTP server of h with gatewayd's limits on headers and idle
+// connections. It has no ReadTimeout or WriteTimeout, which would cut long
+// streamed answers: the gateway bounds request bodies itself
+// (gateway.WithBodyTimeout).
+func newServer(cfg *config, h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		IdleTimeout:       cfg.IdleTimeout,
+	}
+}
+
+// listen opens the listener with the connection caps.
+func listen(cfg *config, log *slog.Logger) (*connlimit.Listener, error) {
+	inner, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	max := cfg.MaxConns
+	if max <= 0 {
+		max = autoMaxConns()
+	}
+	var refused atomic.Int64
+	ln := &connlimit.Listener{Listener: inner, Max: max, PerClient: cfg.MaxConnsPerIP,
+		Refused: func(cap string, addr net.Addr) {
+			// One line per power of two refusals: an attack does not flood the log.
+			if n := refused.Add(1); n&(n-1) == 0 {
+				log.Warn("connection refused: over the cap", "cap", cap, "refused_total", n, "max_conns", max, "max_conns_per_client", cfg.MaxConnsPerIP)
+			}
+		}}
+	log.Info("connection caps", "max_conns", max, "max_conns_per_client", cfg.MaxConnsPerIP)
+	return ln, nil
+}
+
+// endGrace is how long the handlers of streams ended at the end of a shutdown
+// get to write their gw.error event before the connections are closed.
+const endGrace = 2 * time.Second
+
+// serve runs the HTTP server until ctx is done, then drains it: in-flight
+// requests get grace to finish; the streams still running then are ended
+// with a gw.error event (endStreams), and the rest closed.
+func serve(ctx context.Context, ln net.Listener, srv *http.Server, endStreams func(), grace time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -84,8 +128,19 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	log.Info("gatewayd shutting down", "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("shutdown: %w", err)
+	err := srv.Shutdown(sctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		if err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		return nil
+	}
+	log.Warn("shutdown grace ran out: ending the streams in flight with gw.error", "grace", grace.String())
+	endStreams()
+	ectx, cancelEnd := context.WithTimeout(context.Background(), endGrace)
+	defer cancelEnd()
+	if srv.Shutdown(ectx) != nil {
+		srv.Close() // what still runs is cut
 	}
 	return nil
 }

@@ -162,6 +162,11 @@ func (g *Gateway) wireFamilies() error {
 	})
 	g.startPurger()
 	g.conv = conversation.New(conversation.Config{Store: c.store, Clock: c.clock})
+	// Before the first request, so that a store written by an older layout is
+	// brought up to date (and one of a newer layout refused) at start.
+	if err := g.conv.Migrate(context.Background()); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
 	g.chat = chat.New(chat.Config{
 		History: g.conv, Upstream: c.upstream, Catalog: g.catalog, Store: c.store,
 		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContext,

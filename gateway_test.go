@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/chatgw/gateway"
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/conversation"
+	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -240,4 +243,43 @@ func TestDefaultStoreIsLockedFile(t *testing.T) {
 		t.Fatalf("reopen after Close: %v", err)
 	}
 	g2.Close()
+}
+
+// TestNewMigratesConversations: New brings the store's conversations to the
+// current layout before it serves (layout 1's global id claims are removed),
+// and refuses a store that a newer gateway wrote.
+func TestNewMigratesConversations(t *testing.T) {
+	ctx := context.Background()
+	tokens := auth.MustStatic([]*auth.Tenant{{ID: "t"}}, map[string]auth.StaticToken{"x": {Tenant: "t"}})
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	put := func(bucket, key string, value []byte) {
+		t.Helper()
+		if err := st.Update(ctx, func(tx store.Tx) error { return tx.Put([]byte(bucket), []byte(key), value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("conv/owner", "T-1", []byte("other-tenant"))
+	g, err := gateway.New(gateway.WithStore(st), gateway.WithTokenCatalog(tokens), gateway.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	err = st.View(ctx, func(tx store.Tx) error {
+		if v := tx.Get([]byte("conv/owner"), []byte("T-1")); v != nil {
+			t.Errorf("conv/owner T-1 = %q after New; want it removed", v)
+		}
+		if v := tx.Get([]byte("conv/layout"), []byte("version")); string(v) != string(store.AppendUint64(nil, conversation.LayoutVersion)) {
+			t.Errorf("conv/layout version = %x; want %d", v, conversation.LayoutVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	put("conv/layout", "version", store.AppendUint64(nil, conversation.LayoutVersion+1))
+	if _, err := gateway.New(gateway.WithStore(st), gateway.WithTokenCatalog(tokens)); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("New over a newer layout = %v; want an error naming it", err)
+	}
 }

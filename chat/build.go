@@ -5,7 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/chatgw/gateway/internal/jsonscan"
 )
 
 // newUUID returns a random (version 4) UUID in its canonical text form.
@@ -87,21 +91,57 @@ func trimHistory(history []json.RawMessage, k *int32) ([]json.RawMessage, bool) 
 	return out, true
 }
 
-// roleOf returns a stored message's role. Loading a conversation reads the
-// role of every message, so the common shape, compact JSON written by
-// encoding/json with "role" as its first and only such key and a value
-// without escapes, is read without decoding the message; anything else is
-// decoded.
+// roleOf returns a stored message's role, exactly as encoding/json reads it
+// into message. Loading a conversation reads the role of every message, so
+// plainRole reads it in place when it can, without decoding the message, and
+// anything it cannot read that way is decoded.
 func roleOf(raw json.RawMessage) string {
-	const prefix = `{"role":"`
-	if rest, ok := bytes.CutPrefix(raw, []byte(prefix)); ok && bytes.Count(raw, []byte(`"role"`)) == 1 {
-		if end := bytes.IndexAny(rest, `"\`); end >= 0 && rest[end] == '"' {
-			return internRole(rest[:end])
-		}
+	if role, ok := plainRole(raw); ok {
+		return internRole(role)
 	}
 	var m message
 	_ = json.Unmarshal(raw, &m)
 	return m.Role
+}
+
+// errNotPlain ends plainRole's walk at a member it cannot read in place.
+var errNotPlain = errors.New("chat: role needs json.Unmarshal")
+
+// plainRole returns the role of raw, a single JSON object, when it can tell
+// it without decoding: encoding/json matches member names case-insensitively
+// (bytes.EqualFold) and the last match wins, so every member whose name folds
+// to "role" is read, and none may hide behind an escaped name. A role value
+// that is not a string, holds an escape, or is not valid UTF-8 (encoding/json
+// makes each bad byte U+FFFD) is left to encoding/json (ok false). Members
+// nested in other members are not the message's role and are only walked.
+func plainRole(raw []byte) (role []byte, ok bool) {
+	s := jsonscan.New(raw)
+	i := s.Space(0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	end, err := s.Object(i, func(key jsonscan.Key, v int) (int, error) {
+		if key.Escaped {
+			return v, errNotPlain
+		}
+		if !bytes.EqualFold(raw[key.Start+1:key.End-1], []byte("role")) {
+			return s.Value(v)
+		}
+		if raw[v] != '"' {
+			return v, errNotPlain
+		}
+		end, info, err := s.String(v)
+		if err != nil {
+			return end, err
+		}
+		text := raw[v+1 : end-1]
+		if info.Escaped || info.NonASCII && !utf8.Valid(text) {
+			return end, errNotPlain
+		}
+		role = text
+		return end, nil
+	})
+	return role, err == nil && s.Space(end) == len(raw)
 }
 
 // internRole returns role as a string, without allocating for the roles of

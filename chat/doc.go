@@ -25,10 +25,10 @@
 //  3. The alias: model when set; else provider gives <base>-<provider> (auto:
 //     <base>), base being the tenant's default_model without a trailing -local,
 //     -cloudA or -cloudB (DECISIONS 8 item 6); else default_model.
-//  4. The stored history is loaded; a conversation of another end user (or a
-//     tenant's id that a user of another tenant sends: tenants never share
-//     conversations) answers 404 conversation_not_found (param conversation_id)
-//     and reaches no model.
+//  4. The stored history is loaded; a conversation of another end user of the
+//     tenant answers 404 conversation_not_found (param conversation_id) and
+//     reaches no model. Ids are scoped to the tenant: an id that another
+//     tenant uses is, to this one, an id it never stored.
 //  5. The upstream body is an OpenAI chat-completions request: the injected
 //     system message (Config.Inject, inserted first by the pre-flight checks),
 //     the conversation's stored system prompt, the stored user/assistant messages

@@ -12,6 +12,7 @@
 //	conv/msg        str(tenant) str(id) seq (8 bytes BE) -> one message, an OpenAI chat message object (JSON)
 //	conv/by-user    str(tenant) str(user) inv id         -> summary (message_count, last_updated, user_id)
 //	conv/by-tenant  str(tenant) inv id                   -> summary
+//	conv/layout     "version"                            -> LayoutVersion (8 bytes BE), written by Migrate
 //
 // inv is MaxUint64 minus last_updated in Unix nanoseconds (8 bytes big-endian),
 // so an ascending scan of an index lists newest first. Appending a turn reads and
@@ -35,8 +36,15 @@
 // turn. Another user's conversation answers like an unknown one: 404
 // conversation_not_found on GET, {"deleted":0} on DELETE. A request without
 // GW-User-Id (the root lets only a tenant_admin omit it) gets the tenant-wide
-// view. Tenants never see each other's conversations: every key starts with the
-// tenant.
+// view.
+//
+// Conversation ids are chosen by clients (a ticket number, say), so they are
+// scoped to the tenant: every key starts with the tenant, and two tenants
+// that use the same id hold two conversations that never meet. Another
+// tenant's use of an id is invisible: it neither claims the id nor changes a
+// conversation, list entry, count or last_updated of this tenant. (Layout 1
+// claimed an id for the first tenant that stored it, which let tenants probe
+// and squat each other's ids; Migrate removes those claims.)
 package conversation
 
 import (

@@ -19,18 +19,14 @@ var (
 	bucketByUser = []byte("conv/by-user")
 	// bucketByTenant: str(tenant) inv(8) id -> summary value.
 	bucketByTenant = []byte("conv/by-tenant")
-	// bucketOwner: id -> tenant. Conversation ids are chosen by clients, so the
-	// first tenant to store an id owns it: another tenant naming it gets
-	// conversation_not_found instead of a conversation of its own (spec rule 8).
-	bucketOwner = []byte("conv/owner")
+	// bucketLayout: "version" -> the layout version of the conv/ buckets,
+	// 8 bytes big-endian; absent is layout 1 (see Migrate).
+	bucketLayout = []byte("conv/layout")
+	// bucketOwnerV1: id -> tenant, layout 1's global claim of an id by the
+	// first tenant that stored it. Nothing reads or writes it since layout 2;
+	// Migrate empties it.
+	bucketOwnerV1 = []byte("conv/owner")
 )
-
-// ownedElsewhere reports whether conversation id belongs to a tenant other
-// than tenant.
-func ownedElsewhere(tx store.Tx, tenant, id string) bool {
-	v := tx.Get(bucketOwner, []byte(id))
-	return v != nil && string(v) != tenant
-}
 
 // str appends s as one component of a composite key (store.AppendString), so a
 // prefix of whole components never matches another tenant's, user's or

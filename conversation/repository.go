@@ -47,8 +47,9 @@ type meta struct {
 // family's History interface, so a *Repository (or the *Service that holds it)
 // is passed to chat.Config.History as it is.
 //
-// Every method returns *errcat.Error values: conversation_not_found (param
-// conversation_id) where it says so, storage_error wrapping a store failure.
+// Every method that serves a request (all but Migrate) returns *errcat.Error
+// values: conversation_not_found (param conversation_id) where it says so,
+// storage_error wrapping a store failure.
 type Repository struct {
 	st    store.Store
 	clock clock.Clock
@@ -93,8 +94,9 @@ func getMeta(tx store.Tx, key []byte) (*meta, error) {
 // conversation's system prompt (role system) first when one was stored, then
 // the user and assistant messages. Each is an OpenAI chat message object
 // ({"role","content"} plus "tool_calls" for an assistant reply that called
-// tools). A conversation never stored (or deleted) returns (nil, nil); one that
-// belongs to another user of the tenant returns conversation_not_found.
+// tools). A conversation the tenant never stored (or deleted) returns (nil,
+// nil), whatever other tenants stored under the same id; one that belongs to
+// another user of the tenant returns conversation_not_found.
 func (r *Repository) Load(ctx context.Context, tenant, user, id string) ([]json.RawMessage, error) {
 	var msgs []json.RawMessage
 	p := convPrefix(tenant, id)
@@ -104,8 +106,6 @@ func (r *Repository) Load(ctx context.Context, tenant, user, id string) ([]json.
 		switch {
 		case err != nil:
 			return err
-		case m == nil && ownedElsewhere(tx, tenant, id):
-			return notFound()
 		case m == nil:
 			return nil
 		case m.UserID != user:
@@ -155,7 +155,9 @@ func scanMessages(tx store.Tx, p []byte, n int) ([]json.RawMessage, error) {
 // When the conversation does not exist yet it is created for user, and a
 // non-empty systemPrompt is stored as its first message (role system);
 // systemPrompt is ignored when the conversation exists. A conversation of
-// another user returns conversation_not_found and writes nothing.
+// another user of the tenant returns conversation_not_found and writes
+// nothing; another tenant's conversation of the same id is another
+// conversation, which Append neither reads nor changes.
 func (r *Repository) Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, systemPrompt string) error {
 	if id == "" || len(id) > MaxIDLength {
 		return errcat.Internal(fmt.Errorf("conversation.Append: invalid id length %d", len(id)))
@@ -185,12 +187,7 @@ func (r *Repository) Append(ctx context.Context, tenant, user, id string, msgs [
 			return err
 		}
 		switch {
-		case m == nil && ownedElsewhere(tx, tenant, id):
-			return notFound()
 		case m == nil:
-			if err := tx.Put(bucketOwner, []byte(id), []byte(tenant)); err != nil {
-				return err
-			}
 			m = &meta{UserID: user, Created: now}
 			if sys != nil {
 				if err := tx.Put(bucketMsg, msgKey(p, 0), sys); err != nil {
@@ -332,9 +329,6 @@ func (r *Repository) Delete(ctx context.Context, tenant, user, id string) (int64
 			return err
 		}
 		n = int64(len(keys))
-		if err := tx.Delete(bucketOwner, []byte(id)); err != nil {
-			return err
-		}
 		return tx.Delete(bucketMeta, p)
 	})
 	if err != nil {

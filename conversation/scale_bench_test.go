@@ -124,7 +124,6 @@ func bulkLoad(st store.Store, tenant string, others, perConv int) (int, error) {
 				sv := summaryValue(m.MessageCount, now, c.user)
 				for _, put := range []struct{ bucket, key, value []byte }{
 					{bucketMeta, p, mv},
-					{bucketOwner, []byte(c.id), []byte(tenant)},
 					{bucketByUser, indexKey(userPrefix(tenant, c.user), now, c.id), sv},
 					{bucketByTenant, indexKey(tenantPrefix(tenant), now, c.id), sv},
 				} {

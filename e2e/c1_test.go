@@ -227,11 +227,22 @@ func TestC1Conversation(t *testing.T) {
 		t.Errorf("tenant_admin's tenant-wide read of alice's conversation: %s, want her %d messages", truncate(string(r.Body), 300), len(msgs))
 	}
 	wantErr(t, g.get(t, "/c1/conversations/"+id, tokGlobexMem, "alice"), 404, "not_found_error", "conversation_not_found", "conversation_id", nf+": same user id, other tenant")
+	// Conversation ids are scoped to the tenant (issue 11 item 4): the same
+	// user id of another tenant naming alice's id starts a conversation of its
+	// own, sent upstream without alice's, and leaves hers as it was.
+	const scoped = "docs/decisions.md /c1: conversation ids are scoped to the tenant"
 	before := chatCalls(g.Local)
-	wantErr(t, c1(t, g, tokGlobexMem, "alice", map[string]any{"message": "hijack", "stream": false, "conversation_id": id, "model": "lm-4-scout-local"}),
-		404, "not_found_error", "conversation_not_found", "conversation_id", nf+"; issue 4 item 2 (another end user or tenant): other tenant POST")
-	if n := chatCalls(g.Local); n != before {
-		t.Errorf("another tenant's turn with alice's conversation id reached the upstream (%d calls, want %d)", n, before)
+	r = c1(t, g, tokGlobexMem, "alice", map[string]any{"message": "globex turn", "stream": false, "conversation_id": id, "model": "lm-4-scout-local"})
+	if wantStatus(t, r, 200, scoped+": other tenant POST") {
+		if n := chatCalls(g.Local); n != before+1 {
+			t.Errorf("another tenant's turn with alice's conversation id: %d upstream calls, want %d", n, before+1)
+		}
+		if up := mustJSON(messagesOf(lastBody(t, g.Local, "/chat/completions"))); strings.Contains(up, "turn one") || strings.Contains(up, "SYS-ONE") {
+			t.Errorf("another tenant's turn with alice's conversation id was sent her conversation: %s [%s]", truncate(up, 300), scoped)
+		}
+	}
+	if _, gm := history(t, g, tokGlobexMem, "alice", id); len(gm) != 2 || gm[0]["role"] != "user" || textOf(gm[0]) != "globex turn" {
+		t.Errorf("globex's conversation under alice's id %v, want its own turn only [%s]", roles(gm), scoped)
 	}
 	if n := len(listData(g.get(t, "/c1/conversations", tokMember, "bob"))); n != 0 {
 		t.Errorf("bob lists %d conversations, want 0", n)
@@ -241,8 +252,8 @@ func TestC1Conversation(t *testing.T) {
 		t.Errorf("%s\n  bob deleting alice's conversation: want {\"deleted\":0} (DECISIONS 8.10)", r)
 	}
 	r = g.do(t, "DELETE", "/c1/conversations/"+id, tokGlobexMem, "alice", nil, nil)
-	if !wantStatus(t, r, 200, "DECISIONS 8.10") || r.JSON()["deleted"] != 0.0 {
-		t.Errorf("%s\n  the same user id of another tenant deleting alice's conversation: want {\"deleted\":0} (DECISIONS 8.10)", r)
+	if !wantStatus(t, r, 200, "DECISIONS 8.10") || r.JSON()["deleted"] != 2.0 {
+		t.Errorf("%s\n  the same user id of another tenant deleting the id: want {\"deleted\":2}, its own turn [%s]", r, scoped)
 	}
 	_, after = history(t, g, tokMember, "alice", id)
 	if len(after) != len(msgs) {

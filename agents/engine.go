@@ -349,7 +349,8 @@ func readJSON(resp *upstream.Response, withTools bool, max int64) (ans *answer, 
 // (the relay bounds what it captures of the rest).
 func peekStream(resp *upstream.Response, max int64) (ans *answer, used int64, err error) {
 	var rec bytes.Buffer
-	tee := io.TeeReader(relay.LimitReader(resp.Body, max), &rec)
+	limited := relay.LimitReader(resp.Body, max)
+	tee := io.TeeReader(limited, &rec)
 	var (
 		acc    toolAccumulator
 		text   strings.Builder
@@ -360,6 +361,9 @@ func peekStream(resp *upstream.Response, max int64) (ans *answer, used int64, er
 	for ev, err := range sse.Read(tee, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
 		if err != nil {
 			resp.Body.Close()
+			if e := limited.Exceeded(); e != nil {
+				err = e // the SSE parser reports its own error for it
+			}
 			return nil, usedTokens(usage), readFailure(err)
 		}
 		if ev.Type != "" || ev.Data == "" {

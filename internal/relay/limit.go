@@ -23,17 +23,28 @@ func TooLarge(max int64) *errcat.Error {
 // LimitReader returns a reader of r that reads at most max bytes: a Read
 // beyond them fails with TooLarge(max). Unlike io.LimitReader, an answer cut
 // at the limit is an error, never a shorter answer that looks whole.
-func LimitReader(r io.Reader, max int64) io.Reader {
-	return &limitReader{r: r, left: max, max: max}
+func LimitReader(r io.Reader, max int64) *Limited {
+	return &Limited{r: r, left: max, max: max}
 }
 
-type limitReader struct {
+// Limited is the reader of LimitReader.
+type Limited struct {
 	r    io.Reader
 	left int64 // bytes that may still be read; -1 once the limit was passed
 	max  int64
 }
 
-func (l *limitReader) Read(p []byte) (int, error) {
+// Exceeded returns TooLarge when a Read went past the limit, else nil. A
+// parser that reads through l may report its own error instead of l's (an
+// SSE parser says the input ended early); Exceeded tells the real cause.
+func (l *Limited) Exceeded() *errcat.Error {
+	if l.left < 0 {
+		return TooLarge(l.max)
+	}
+	return nil
+}
+
+func (l *Limited) Read(p []byte) (int, error) {
 	if l.left < 0 {
 		return 0, TooLarge(l.max)
 	}

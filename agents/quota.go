@@ -15,9 +15,6 @@ import (
 // whose methods do nothing. A refusal is model_quota_exhausted or
 // cloudB_daily_quota_exhausted, exactly as on /c1.
 func (s *Service) admit(rn *run) (*quota.Ticket, error) {
-	if s.quota == nil {
-		return nil, nil
-	}
 	return s.quota.Admit(rn.principal.Tenant, rn.model, quota.Reserve(rn.model, rn.prompt, -1))
 }
 

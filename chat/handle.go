@@ -10,6 +10,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream"
@@ -54,7 +55,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	ticket, err := s.admit(auth.FromContext(r.Context()).Tenant, t.q, pf)
+	// The output cap after flooring plus the prompt estimate.
+	ticket, err := s.quota.Admit(auth.FromContext(r.Context()).Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

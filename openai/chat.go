@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -43,7 +44,8 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ticket, err := s.admit(p.Tenant, pf)
+	// The output cap after flooring plus the prompt estimate.
+	ticket, err := s.quota.Admit(p.Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

@@ -112,6 +112,10 @@ func Check(ctx context.Context, req *Request) (*Result, error) {
 
 	res.PromptTokens = r.estimate(system)
 	limit := max(deref(maxTokens), deref(maxCompletion))
+	res.MaxOutputTokens = limit
+	if maxTokens == nil && maxCompletion == nil {
+		res.MaxOutputTokens = -1
+	}
 	if m.ContextWindow > 0 && int64(res.PromptTokens)+limit > int64(m.ContextWindow) {
 		return nil, errcat.Newf(errcat.ContextWindowExceeded, paramMessages,
 			"The request needs about %d tokens (a prompt estimate of %d plus max_tokens %d), more than the context window of %s (%d tokens).",

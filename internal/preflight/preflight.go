@@ -58,6 +58,10 @@ type Result struct {
 	// FlooredMaxTokens is the value max_tokens (and max_completion_tokens) was
 	// raised to, or 0 when nothing was floored.
 	FlooredMaxTokens int
+	// MaxOutputTokens is the larger of max_tokens and max_completion_tokens
+	// after flooring, or -1 when the request has neither: what a quota
+	// reserves for the answer, without reading the body again.
+	MaxOutputTokens int64
 	// PromptTokens is the context-window estimate of the prompt, without
 	// max_tokens.
 	PromptTokens int

@@ -324,16 +324,18 @@ func TestCheckResult(t *testing.T) {
 		StreamOptions string
 		Floored       int
 		Applied       string
+		MaxOutput     int64
 		Documents     []preflight.Document
-	}{res.Model.Alias, res.Stream, string(res.StreamOptions), res.FlooredMaxTokens, res.Applied(), res.Documents}
+	}{res.Model.Alias, res.Stream, string(res.StreamOptions), res.FlooredMaxTokens, res.Applied(), res.MaxOutputTokens, res.Documents}
 	want := struct {
 		Alias         string
 		Stream        bool
 		StreamOptions string
 		Floored       int
 		Applied       string
+		MaxOutput     int64
 		Documents     []preflight.Document
-	}{"lm-reason", true, `{"include_usage":true}`, 200, "max_tokens_floored=200",
+	}{"lm-reason", true, `{"include_usage":true}`, 200, "max_tokens_floored=200", 200,
 		[]preflight.Document{{Name: "d.txt", ContentHash: preflight.DocumentHash("abc")}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Check() result mismatch (-want +got):\n%s", diff)

@@ -92,14 +92,14 @@ func New(c clock.Clock, cat *upstream.Catalog) *Accountant {
 // (the request's max_tokens plus its prompt estimate; a negative value counts as
 // 0) against t's budget for m.Alias.
 //
-// When t has no budget for the alias, Admit returns (nil, nil) without locking
-// or allocating; the nil *Ticket's methods do nothing. When the request fits, it
+// When a is nil (no quotas), or t has no budget for the alias, Admit returns
+// (nil, nil) without locking or allocating; the nil *Ticket's methods do nothing. When the request fits, it
 // returns a ticket that the caller must Settle or Cancel once the upstream call
 // ends. When it does not fit, nothing is counted and the error is an
 // *errcat.Error: cloudB_daily_quota_exhausted for an alias pinned to cloudB,
 // model_quota_exhausted otherwise (see the package documentation).
 func (a *Accountant) Admit(t *auth.Tenant, m *upstream.ModelInfo, reserve int64) (*Ticket, error) {
-	if t == nil || m == nil {
+	if a == nil || t == nil || m == nil {
 		return nil, nil
 	}
 	q, ok := t.Quotas[m.Alias]

@@ -186,6 +186,17 @@ func TestNoQuotaFastPath(t *testing.T) {
 	}
 }
 
+// TestNilAccountant: a gateway without quotas holds a nil *Accountant, whose
+// Admit gives the nil ticket, so callers need no nil check of their own.
+func TestNilAccountant(t *testing.T) {
+	m := lookup(t, testCatalog(t), "lm-4-scout")
+	var a *quota.Accountant
+	tk, err := a.Admit(tenant("acme", map[string]auth.Quota{m.Alias: {RequestsPerDay: 1}}), m, 10)
+	if tk != nil || err != nil {
+		t.Errorf("nil Accountant: Admit = %v, %v; want nil, nil", tk, err)
+	}
+}
+
 func TestNilTicket(t *testing.T) {
 	var tk *quota.Ticket
 	tk.Settle(10)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/chatgw/gateway/internal/wire"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -86,7 +87,7 @@ func (s *Service) newRun(r *http.Request) (*run, error) {
 // decodeMessages checks that messages is a non-empty array of objects; the
 // pre-flight checks look into each message.
 func decodeMessages(raw json.RawMessage) ([]json.RawMessage, error) {
-	if isNull(raw) {
+	if wire.IsNull(raw) {
 		return nil, errcat.New(errcat.MissingField, "body.messages", "messages is required.")
 	}
 	var msgs []json.RawMessage
@@ -94,7 +95,7 @@ func decodeMessages(raw json.RawMessage) ([]json.RawMessage, error) {
 		return nil, errcat.New(errcat.InvalidField, "body.messages", "messages must be a non-empty array of chat messages.")
 	}
 	for _, m := range msgs {
-		if isNull(m) || m[0] != '{' {
+		if wire.IsNull(m) || m[0] != '{' {
 			return nil, errcat.New(errcat.InvalidField, "body.messages", "Each message must be an object.")
 		}
 	}
@@ -231,9 +232,4 @@ func (s *Service) callAgent(ctx context.Context, call tools.Call) (any, error) {
 		out.Notices = append(out.Notices, n.Code)
 	}
 	return out, nil
-}
-
-// isNull reports whether a raw field is absent or JSON null.
-func isNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null"
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chatgw/gateway/internal/wire"
 	"io"
 	"mime"
 	"net/http"
@@ -154,7 +155,7 @@ func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage)
 		if ans.final != nil {
 			return ans.final, nil
 		}
-		var kept []relay.ToolCall
+		var kept []wire.ToolCall
 		for _, c := range ans.calls {
 			if a.hasTool(c.Function.Name) {
 				kept = append(kept, c)
@@ -243,7 +244,7 @@ func (s *Service) toolDefs(a *Agent) []toolDef {
 type answer struct {
 	final   *final
 	content string
-	calls   []relay.ToolCall
+	calls   []wire.ToolCall
 }
 
 // round makes one upstream call. Without tools, a streaming round is final at
@@ -321,18 +322,18 @@ func readJSON(resp *upstream.Response, withTools bool, max int64) (ans *answer, 
 	case relay.IsErrorObject(b):
 		return nil, -1, readFailure(fmt.Errorf("agents: upstream answered an error object: %.512s", b))
 	}
-	var cp completion
+	var cp wire.Completion
 	_ = json.Unmarshal(b, &cp)
 	used = usedTokens(cp.Usage)
-	var msg completionMessage
+	var msg wire.CompletionChoice
 	for _, c := range cp.Choices {
 		if c.Index == 0 {
-			msg = c.Message
+			msg = c
 		}
 	}
-	content := relay.ContentText(msg.Content)
-	if withTools && len(msg.ToolCalls) > 0 {
-		return &answer{content: content, calls: msg.ToolCalls}, used, nil
+	content := wire.ContentText(msg.Message.Content)
+	if withTools && len(msg.Message.ToolCalls) > 0 {
+		return &answer{content: content, calls: msg.Message.ToolCalls}, used, nil
 	}
 	replay := *resp
 	replay.Body = io.NopCloser(bytes.NewReader(b))
@@ -352,7 +353,7 @@ func peekStream(resp *upstream.Response, max int64) (ans *answer, used int64, er
 	limited := relay.LimitReader(resp.Body, max)
 	tee := io.TeeReader(limited, &rec)
 	var (
-		acc    toolAccumulator
+		acc    wire.ToolCalls
 		text   strings.Builder
 		isTool bool
 		done   bool
@@ -377,11 +378,11 @@ func peekStream(resp *upstream.Response, max int64) (ans *answer, used int64, er
 			resp.Body.Close()
 			return nil, usedTokens(usage), readFailure(fmt.Errorf("agents: upstream sent an error event: %.512s", ev.Data))
 		}
-		var ch streamChunk
+		var ch wire.Chunk
 		if json.Unmarshal([]byte(ev.Data), &ch) != nil {
 			continue
 		}
-		if !isNull(ch.Usage) {
+		if !wire.IsNull(ch.Usage) {
 			usage = ch.Usage
 		}
 		for _, c := range ch.Choices {
@@ -390,7 +391,7 @@ func peekStream(resp *upstream.Response, max int64) (ans *answer, used int64, er
 			}
 			if len(c.Delta.ToolCalls) > 0 {
 				isTool = true
-				acc.add(c.Delta.ToolCalls)
+				acc.Add(c.Delta.ToolCalls)
 			}
 			if c.Delta.Content != nil {
 				if !isTool && *c.Delta.Content != "" {
@@ -406,7 +407,7 @@ func peekStream(resp *upstream.Response, max int64) (ans *answer, used int64, er
 	}
 	if isTool {
 		resp.Body.Close()
-		return &answer{content: text.String(), calls: acc.calls()}, usedTokens(usage), nil
+		return &answer{content: text.String(), calls: acc.Calls()}, usedTokens(usage), nil
 	}
 	// An answer without content or tool calls: relay it as it came (the relay
 	// reads its usage again).
@@ -430,7 +431,7 @@ func (b replayBody) Close() error { return b.c.Close() }
 
 // execute runs one tool call through the registry and returns the tool
 // message answering it: the tool's result as JSON text, or {"error":{...}}.
-func (s *Service) execute(ctx context.Context, rn *run, c relay.ToolCall) json.RawMessage {
+func (s *Service) execute(ctx context.Context, rn *run, c wire.ToolCall) json.RawMessage {
 	var result any
 	var err error
 	if !validArgs(c.Function.Arguments) {
@@ -499,69 +500,6 @@ func isSSE(h http.Header, requested bool) bool {
 	return mt == "text/event-stream"
 }
 
-// completion is what the loop reads of a JSON chat completion.
-type completion struct {
-	Choices []struct {
-		Index   int               `json:"index"`
-		Message completionMessage `json:"message"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
-}
-
-type completionMessage struct {
-	Content   json.RawMessage  `json:"content"`
-	ToolCalls []relay.ToolCall `json:"tool_calls"`
-}
-
-// streamChunk is what the loop reads of a stream chunk.
-type streamChunk struct {
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content   *string         `json:"content"`
-			ToolCalls []toolCallDelta `json:"tool_calls"`
-		} `json:"delta"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
-}
-
-type toolCallDelta struct {
-	Index    int    `json:"index"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// toolAccumulator joins streamed tool-call deltas by index.
-type toolAccumulator struct {
-	list []relay.ToolCall
-}
-
-func (t *toolAccumulator) add(ds []toolCallDelta) {
-	for _, d := range ds {
-		if d.Index < 0 || d.Index > 1024 {
-			continue
-		}
-		for len(t.list) <= d.Index {
-			t.list = append(t.list, relay.ToolCall{})
-		}
-		c := &t.list[d.Index]
-		if d.ID != "" {
-			c.ID = d.ID
-		}
-		if d.Type != "" {
-			c.Type = d.Type
-		}
-		c.Function.Name += d.Function.Name
-		c.Function.Arguments += d.Function.Arguments
-	}
-}
-
-func (t *toolAccumulator) calls() []relay.ToolCall { return t.list }
-
 // textMessage returns {"role":role,"content":content}.
 func textMessage(role, content string) json.RawMessage {
 	b, _ := json.Marshal(struct {
@@ -573,11 +511,11 @@ func textMessage(role, content string) json.RawMessage {
 
 // assistantToolMessage is the assistant message of a tool round as it is sent
 // back: its text and the calls that were executed.
-func assistantToolMessage(content string, calls []relay.ToolCall) json.RawMessage {
+func assistantToolMessage(content string, calls []wire.ToolCall) json.RawMessage {
 	b, _ := json.Marshal(struct {
-		Role      string           `json:"role"`
-		Content   string           `json:"content"`
-		ToolCalls []relay.ToolCall `json:"tool_calls"`
+		Role      string          `json:"role"`
+		Content   string          `json:"content"`
+		ToolCalls []wire.ToolCall `json:"tool_calls"`
 	}{"assistant", content, calls})
 	return b
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chatgw/gateway/internal/wire"
 	"net/http"
 	"time"
 
@@ -260,7 +261,7 @@ func summaryMessage(summary string) json.RawMessage {
 // userMessage checks the message of a session turn, a string or a non-empty
 // array of content parts, and returns it as a user message.
 func userMessage(raw json.RawMessage) (json.RawMessage, error) {
-	if isNull(raw) {
+	if wire.IsNull(raw) {
 		return nil, errcat.New(errcat.MissingField, "body.message", "message is required.")
 	}
 	switch raw[0] {
@@ -271,7 +272,7 @@ func userMessage(raw json.RawMessage) (json.RawMessage, error) {
 			return nil, errcat.New(errcat.InvalidField, "body.message", "message must be a string or a non-empty array of content parts.")
 		}
 		for i, p := range parts {
-			if isNull(p) || p[0] != '{' {
+			if wire.IsNull(p) || p[0] != '{' {
 				return nil, errcat.Newf(errcat.InvalidField, fmt.Sprintf("body.message[%d]", i), "Each content part must be an object.")
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/chatgw/gateway/internal/wire"
 	"strings"
 	"unicode/utf8"
 
@@ -296,7 +297,7 @@ func toolResults(next []json.RawMessage) map[string]bool {
 // isEmptyContent reports whether a message content is absent, null, "" or an
 // empty array.
 func isEmptyContent(raw json.RawMessage) bool {
-	if isNull(raw) {
+	if wire.IsNull(raw) {
 		return true
 	}
 	var s string

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"github.com/chatgw/gateway/internal/wire"
 	"log/slog"
 	"net/http"
 
@@ -62,9 +63,9 @@ func (s *Service) commit(ctx context.Context, t *turn, c *relay.Capture) error {
 // string; "" when the reply only called tools) and tool_calls in OpenAI's shape.
 func assistantMessage(c *relay.Capture) json.RawMessage {
 	b, _ := json.Marshal(struct {
-		Role      string           `json:"role"`
-		Content   string           `json:"content"`
-		ToolCalls []relay.ToolCall `json:"tool_calls,omitempty"`
+		Role      string          `json:"role"`
+		Content   string          `json:"content"`
+		ToolCalls []wire.ToolCall `json:"tool_calls,omitempty"`
 	}{"assistant", c.Content, c.ToolCalls})
 	return b
 }

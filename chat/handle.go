@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/chatgw/gateway/internal/wire"
 	"net/http"
 
 	"github.com/chatgw/gateway/auth"
@@ -215,7 +216,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isNull(q.Attachments) {
+	if !wire.IsNull(q.Attachments) {
 		// The attachments became parts of the current user message: store the
 		// message as the model saw it.
 		if t.userMsg, err = lastMessage(pf.Body); err != nil {
@@ -251,7 +252,7 @@ func lastMessage(body []byte) (json.RawMessage, error) {
 }
 
 func nonNull(raw json.RawMessage) json.RawMessage {
-	if isNull(raw) {
+	if wire.IsNull(raw) {
 		return nil
 	}
 	return raw

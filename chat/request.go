@@ -1,9 +1,9 @@
 package chat
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/chatgw/gateway/internal/wire"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -50,11 +50,6 @@ var providers = [...]string{"auto", "local", "cloudA", "cloudB"}
 // keys on them.
 const maxConversationIDLength = 256
 
-// isNull reports whether a raw field is absent or JSON null.
-func isNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || bytes.Equal(raw, []byte("null"))
-}
-
 func invalid(param, format string, args ...any) *errcat.Error {
 	return errcat.Newf(errcat.InvalidField, param, format, args...)
 }
@@ -63,7 +58,7 @@ func invalid(param, format string, args ...any) *errcat.Error {
 // returns the images of the images field (nil when message is a parts array,
 // where images is ignored).
 func (q *chatRequest) validate() ([]imageRef, error) {
-	if isNull(q.Message) {
+	if wire.IsNull(q.Message) {
 		return nil, errcat.New(errcat.MissingField, "body.message", "message is required.")
 	}
 	isText := q.Message[0] == '"'
@@ -96,16 +91,16 @@ func (q *chatRequest) validate() ([]imageRef, error) {
 			return nil, errcat.New(errcat.MaxTokensBelowMinimum, "max_tokens", "max_tokens must be at least 1.")
 		}
 	}
-	if !isNull(q.Tools) && q.Tools[0] != '[' {
+	if !wire.IsNull(q.Tools) && q.Tools[0] != '[' {
 		return nil, invalid("body.tools", "tools must be an array of tool definitions.")
 	}
-	if !isNull(q.ToolChoice) && !validToolChoice(q.ToolChoice) {
+	if !wire.IsNull(q.ToolChoice) && !validToolChoice(q.ToolChoice) {
 		return nil, invalid("body.tool_choice", "tool_choice must be auto, none, required or a function object.")
 	}
-	if !isNull(q.ResponseFormat) && q.ResponseFormat[0] != '{' {
+	if !wire.IsNull(q.ResponseFormat) && q.ResponseFormat[0] != '{' {
 		return nil, invalid("body.response_format", "response_format must be an object.")
 	}
-	if !isNull(q.Attachments) && q.Attachments[0] != '[' {
+	if !wire.IsNull(q.Attachments) && q.Attachments[0] != '[' {
 		return nil, invalid("body.attachments", "attachments must be an array.")
 	}
 	images, err := decodeImages(q.Images)
@@ -152,7 +147,7 @@ func validateParts(raw json.RawMessage) error {
 			} `json:"image_url"`
 		}
 		param := fmt.Sprintf("body.message[%d]", i)
-		if isNull(p) || p[0] != '{' || json.Unmarshal(p, &part) != nil || part.Type == nil {
+		if wire.IsNull(p) || p[0] != '{' || json.Unmarshal(p, &part) != nil || part.Type == nil {
 			return invalid(param, "Each content part must be an object with a string type.")
 		}
 		switch *part.Type {
@@ -172,7 +167,7 @@ func validateParts(raw json.RawMessage) error {
 // decodeImages decodes the images field: an array of ImageRef, each an object
 // with a string url and an optional string detail, and nothing else.
 func decodeImages(raw json.RawMessage) ([]imageRef, error) {
-	if isNull(raw) {
+	if wire.IsNull(raw) {
 		return nil, nil
 	}
 	var entries []json.RawMessage
@@ -182,7 +177,7 @@ func decodeImages(raw json.RawMessage) ([]imageRef, error) {
 	images := make([]imageRef, 0, len(entries))
 	for i, e := range entries {
 		param := fmt.Sprintf("body.images[%d]", i)
-		if isNull(e) || e[0] != '{' {
+		if wire.IsNull(e) || e[0] != '{' {
 			return nil, invalid(param, "Each image must be an object {url, detail}.")
 		}
 		var fields map[string]json.RawMessage
@@ -193,11 +188,11 @@ func decodeImages(raw json.RawMessage) ([]imageRef, error) {
 		for k, v := range fields {
 			switch k {
 			case "url":
-				if json.Unmarshal(v, &img.URL) != nil || isNull(v) {
+				if json.Unmarshal(v, &img.URL) != nil || wire.IsNull(v) {
 					return nil, invalid(param+".url", "url must be a string.")
 				}
 			case "detail":
-				if isNull(v) {
+				if wire.IsNull(v) {
 					continue
 				}
 				var d string

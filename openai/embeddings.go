@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"github.com/chatgw/gateway/internal/wire"
 	"net/http"
 
 	"github.com/chatgw/gateway/errcat"
@@ -92,7 +93,7 @@ func (s *Service) Embeddings(w http.ResponseWriter, r *http.Request) {
 // (nil when absent).
 func checkEmbeddingInput(raw json.RawMessage) error {
 	const param = "input"
-	if isNull(raw) {
+	if wire.IsNull(raw) {
 		return errcat.New(errcat.MissingField, param, "input is required: a string, an array of strings or an array of token arrays.")
 	}
 	invalid := errcat.New(errcat.InvalidField, param,

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/chatgw/gateway/internal/wire"
 	"io"
 	"strings"
 
@@ -21,7 +22,7 @@ import (
 // (model); anything else that does not qualify is model_not_in_allowlist
 // (model).
 func resolveModel(cat *upstream.Catalog, t *auth.Tenant, raw json.RawMessage, kind string) (*upstream.ModelInfo, error) {
-	if isNull(raw) {
+	if wire.IsNull(raw) {
 		return nil, errcat.New(errcat.MissingField, "model", "model is required: a model alias; GET /v1/models lists them.")
 	}
 	var alias string
@@ -55,10 +56,6 @@ func kindPhrase(kind string) string {
 		return "an audio transcription"
 	}
 	return "a " + kind
-}
-
-func isNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null"
 }
 
 // member is one top-level member of a JSON object body.

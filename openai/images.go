@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/chatgw/gateway/internal/wire"
 	"io"
 	"log/slog"
 	"mime"
@@ -250,7 +251,7 @@ func (m *Images) Generate(w http.ResponseWriter, r *http.Request) {
 // checkGenerate applies the request checks of Generate.
 func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Config) (*genRequest, error) {
 	req := &genRequest{n: 1, format: "url"}
-	if raw := obj.get("model"); isNull(raw) {
+	if raw := obj.get("model"); wire.IsNull(raw) {
 		for i := range m.catalog.Models {
 			if mi := &m.catalog.Models[i]; mi.Kind == upstream.KindImageGeneration && t.AllowsModel(mi.Alias) {
 				req.model = mi
@@ -270,13 +271,13 @@ func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Conf
 	}
 
 	switch raw := obj.get("prompt"); {
-	case isNull(raw):
+	case wire.IsNull(raw):
 		return nil, errcat.New(errcat.MissingField, "prompt", "prompt is required: a text description of the image.")
 	case raw[0] != '"':
 		return nil, errcat.New(errcat.InvalidField, "prompt", "prompt must be a string.")
 	}
 
-	if raw := obj.get("n"); !isNull(raw) {
+	if raw := obj.get("n"); !wire.IsNull(raw) {
 		n, ok := isJSONInt(raw)
 		if !ok || n < 1 || n > MaxImagesPerRequest {
 			return nil, errcat.Newf(errcat.InvalidField, "n", "n must be an integer from 1 to %d.", MaxImagesPerRequest)
@@ -289,7 +290,7 @@ func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Conf
 	}
 
 	req.ttl = min(DefaultImageTTLHours, cfg.ImageMaxTTLHours)
-	if raw := obj.get("ttl_hours"); !isNull(raw) {
+	if raw := obj.get("ttl_hours"); !wire.IsNull(raw) {
 		ttl, ok := isJSONInt(raw)
 		if !ok || ttl < 1 || ttl > cfg.ImageMaxTTLHours {
 			return nil, errcat.Newf(errcat.InvalidField, "ttl_hours",
@@ -298,7 +299,7 @@ func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Conf
 		req.ttl = ttl
 	}
 
-	if raw := obj.get("response_format"); !isNull(raw) {
+	if raw := obj.get("response_format"); !wire.IsNull(raw) {
 		switch string(raw) {
 		case `"url"`:
 		case `"b64_json"`:
@@ -307,7 +308,7 @@ func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Conf
 			return nil, errcat.New(errcat.InvalidField, "response_format", `response_format must be "url" or "b64_json".`)
 		}
 	}
-	if raw := obj.get("stream"); !isNull(raw) && string(raw) != "false" {
+	if raw := obj.get("stream"); !wire.IsNull(raw) && string(raw) != "false" {
 		return nil, errcat.New(errcat.InvalidField, "stream", "Streamed image generation is not supported; omit stream.")
 	}
 
@@ -363,7 +364,7 @@ func (m *Images) generate(ctx context.Context, req *genRequest) ([]genImage, jso
 		}
 		images[i] = genImage{data: b, mime: imageMime(b), revisedPrompt: d.RevisedPrompt}
 	}
-	if isNull(ans.Usage) {
+	if wire.IsNull(ans.Usage) {
 		ans.Usage = nil
 	}
 	return images, ans.Usage, nil

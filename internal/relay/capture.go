@@ -3,6 +3,8 @@ package relay
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 // Capture collects the assistant reply of an answer (choice 0) for callers that
@@ -20,7 +22,7 @@ type Capture struct {
 	Content string
 	// ToolCalls are the tool calls of the reply, their arguments joined from
 	// the deltas, in index order.
-	ToolCalls []ToolCall
+	ToolCalls []wire.ToolCall
 	// FinishReason is the choice's finish_reason, or "".
 	FinishReason string
 	// Usage is the usage object verbatim, or nil when the answer had none (a
@@ -32,49 +34,10 @@ type Capture struct {
 	// however long the stream runs.
 	UsageOnly bool
 
-	size    int64 // bytes of text and tool-call arguments collected so far
+	size    int64 // bytes of text collected so far (calls has its own)
 	content strings.Builder
-	args    [][]byte  // arguments of ToolCalls, by index
-	fast    fastChunk // addChunk's walk, reused from chunk to chunk
-}
-
-// ToolCall is one tool call of the reply, in OpenAI's message shape.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall is the function of a ToolCall; Arguments is the JSON text.
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type toolCallDelta struct {
-	Index    int    `json:"index"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type streamChunk struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Created int64  `json:"created"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Role      string          `json:"role"`
-			Content   *string         `json:"content"`
-			ToolCalls []toolCallDelta `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
+	calls   wire.ToolCalls // the streamed tool calls, joined
+	fast    fastChunk      // addChunk's walk, reused from chunk to chunk
 }
 
 // addChunk folds one stream chunk into the capture; data that is not a chunk
@@ -90,7 +53,7 @@ func (c *Capture) addChunk(data string) {
 // addChunkJSON is addChunk with json.Unmarshal, for the chunks the fast path
 // gives up on.
 func (c *Capture) addChunkJSON(data string) {
-	var ch streamChunk
+	var ch wire.Chunk
 	if json.Unmarshal([]byte(data), &ch) != nil {
 		return
 	}
@@ -116,29 +79,13 @@ func (c *Capture) addChunkJSON(data string) {
 			c.content.WriteString(*d.Content)
 			c.size += int64(len(*d.Content))
 		}
-		for _, tc := range d.ToolCalls {
-			if tc.Index < 0 || tc.Index > 1024 {
-				continue
-			}
-			for len(c.ToolCalls) <= tc.Index {
-				c.ToolCalls = append(c.ToolCalls, ToolCall{})
-				c.args = append(c.args, nil)
-			}
-			t := &c.ToolCalls[tc.Index]
-			if tc.ID != "" {
-				t.ID = tc.ID
-			}
-			if tc.Type != "" {
-				t.Type = tc.Type
-			}
-			if tc.Function.Name != "" {
-				t.Function.Name += tc.Function.Name
-			}
-			c.args[tc.Index] = append(c.args[tc.Index], tc.Function.Arguments...)
-			c.size += int64(len(tc.Function.Name) + len(tc.Function.Arguments))
-		}
+		c.calls.Add(d.ToolCalls)
 	}
 }
+
+// held is the number of bytes of the reply the capture holds: its text and
+// its tool calls' names and arguments.
+func (c *Capture) held() int64 { return c.size + c.calls.Size() }
 
 // finish moves the accumulated text into the exported fields.
 func (c *Capture) finish() {
@@ -146,33 +93,14 @@ func (c *Capture) finish() {
 	if c.content.Len() > 0 {
 		c.Content = c.content.String()
 	}
-	for i := range c.args {
-		c.ToolCalls[i].Function.Arguments = string(c.args[i])
-		if c.ToolCalls[i].Type == "" {
-			c.ToolCalls[i].Type = "function"
-		}
+	if c.calls.Len() > 0 {
+		c.ToolCalls = c.calls.Calls()
 	}
-}
-
-type completion struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Created int64  `json:"created"`
-	Choices []struct {
-		Index   int `json:"index"`
-		Message struct {
-			Role      string          `json:"role"`
-			Content   json.RawMessage `json:"content"`
-			ToolCalls []ToolCall      `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
 }
 
 // fromJSON fills the capture from a whole chat completion.
 func (c *Capture) fromJSON(b []byte) {
-	var cp completion
+	var cp wire.Completion
 	if json.Unmarshal(b, &cp) != nil {
 		return
 	}
@@ -186,7 +114,7 @@ func (c *Capture) fromJSON(b []byte) {
 		}
 		m := choice.Message
 		c.Role = m.Role
-		c.Content = ContentText(m.Content)
+		c.Content = wire.ContentText(m.Content)
 		c.ToolCalls = m.ToolCalls
 		if choice.FinishReason != nil {
 			c.FinishReason = *choice.FinishReason
@@ -198,29 +126,6 @@ func (c *Capture) setMeta(id, model string, created int64) {
 	if c.ID == "" {
 		c.ID, c.Model, c.Created = id, model, created
 	}
-}
-
-// ContentText returns a chat message's content as text: a string as it is,
-// the text parts of a content-parts array joined, "" for anything else.
-func ContentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 func isJSONObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"github.com/chatgw/gateway/internal/wire"
 	"strings"
 	"testing"
 
@@ -66,7 +67,7 @@ var ignoreScratch = cmp.FilterPath(func(p cmp.Path) bool {
 func TestFastChunkMatchesJSON(t *testing.T) {
 	for _, d := range chunkSeeds {
 		fast, slow := captureBoth(chunkSeeds[0], d, d)
-		if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(Capture{}), ignoreScratch); diff != "" {
+		if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(Capture{}, wire.ToolCalls{}), ignoreScratch); diff != "" {
 			t.Errorf("chunk %s: capture mismatch (-json +fast):\n%s", d, diff)
 		}
 	}
@@ -90,7 +91,7 @@ func FuzzFastChunk(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, d string) {
 		fast, slow := captureBoth(d, d)
-		if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(Capture{}), ignoreScratch); diff != "" {
+		if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(Capture{}, wire.ToolCalls{}), ignoreScratch); diff != "" {
 			t.Errorf("chunk %q: capture mismatch (-json +fast):\n%s", d, diff)
 		}
 	})
@@ -131,7 +132,7 @@ func TestFastChunkSkipsUnreadStrings(t *testing.T) {
 			t.Errorf("fast path gave up on %q", d)
 		}
 		fast, slow := captureBoth(d)
-		if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(Capture{}), ignoreScratch); diff != "" {
+		if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(Capture{}, wire.ToolCalls{}), ignoreScratch); diff != "" {
 			t.Errorf("chunk %q: capture mismatch (-json +fast):\n%s", d, diff)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/chatgw/gateway/internal/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -166,7 +167,7 @@ func TestStreamGolden(t *testing.T) {
 
 var ignoreBuilders = cmp.FilterPath(func(p cmp.Path) bool {
 	name := p.Last().String()
-	return name == ".content" || name == ".args" || name == ".fast" || name == ".size"
+	return name == ".content" || name == ".calls" || name == ".fast" || name == ".size"
 }, cmp.Ignore())
 
 // events splits an SSE transcript into its events.
@@ -297,9 +298,9 @@ func TestStreamCaptureToolCalls(t *testing.T) {
 	resp, _ := sseResponse(strings.NewReader(in))
 	var c relay.Capture
 	relay.Response(newRecorder(), httptest.NewRequest("POST", "/", nil), resp, relay.Options{Capture: &c})
-	want := []relay.ToolCall{
-		{ID: "call_1", Type: "function", Function: relay.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo"}`}},
-		{ID: "call_2", Type: "function", Function: relay.FunctionCall{Name: "now", Arguments: `{}`}},
+	want := []wire.ToolCall{
+		{ID: "call_1", Type: "function", Function: wire.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo"}`}},
+		{ID: "call_2", Type: "function", Function: wire.FunctionCall{Name: "now", Arguments: `{}`}},
 	}
 	if diff := cmp.Diff(want, c.ToolCalls); diff != "" {
 		t.Errorf("ToolCalls mismatch (-want +got):\n%s", diff)
@@ -436,7 +437,7 @@ func TestJSON(t *testing.T) {
 		t.Errorf("status %d body %s; want 200 and the body verbatim", w.status, w.String())
 	}
 	want := relay.Capture{ID: "chatcmpl-9", Model: "scout-17b", Created: 1700000000, Role: "assistant", Content: "Hi there",
-		ToolCalls:    []relay.ToolCall{{ID: "c1", Type: "function", Function: relay.FunctionCall{Name: "f", Arguments: "{}"}}},
+		ToolCalls:    []wire.ToolCall{{ID: "c1", Type: "function", Function: wire.FunctionCall{Name: "f", Arguments: "{}"}}},
 		FinishReason: "stop", Usage: json.RawMessage(`{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}`)}
 	if diff := cmp.Diff(want, c, cmp.AllowUnexported(relay.Capture{}), ignoreBuilders); diff != "" {
 		t.Errorf("Capture mismatch (-want +got):\n%s", diff)

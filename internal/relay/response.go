@@ -144,7 +144,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 				haveMeta = readMeta(s, ev.Data)
 			}
 			if c := opts.Capture; c != nil {
-				if c.addChunk(ev.Data); c.size > opts.maxBytes() {
+				if c.addChunk(ev.Data); c.held() > opts.maxBytes() {
 					failure = TooLarge(opts.maxBytes())
 					break
 				}

@@ -51,7 +51,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/store"
@@ -102,7 +101,12 @@ func (s *Service) HandleList(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	page, more, err := s.List(r.Context(), tenantOf(r), httpx.UserID(r), pg.Limit, pg.Offset)
+	c, err := httpx.CallerOf(r, httpx.UserOrAdminRead, true)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	page, more, err := s.List(r.Context(), c.Tenant.ID, c.User, pg.Limit, pg.Offset)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -124,7 +128,12 @@ func (s *Service) HandleList(w http.ResponseWriter, r *http.Request) {
 // stored (content a string or a parts array; assistant tool_calls in the OpenAI
 // shape). Unknown, or another user's: 404 conversation_not_found.
 func (s *Service) HandleGet(w http.ResponseWriter, r *http.Request) {
-	c, err := s.Get(r.Context(), tenantOf(r), httpx.UserID(r), httpx.Param(r, "id"))
+	who, err := httpx.CallerOf(r, httpx.UserOrAdminRead, true)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	c, err := s.Get(r.Context(), who.Tenant.ID, who.User, httpx.Param(r, "id"))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -139,7 +148,12 @@ func (s *Service) HandleGet(w http.ResponseWriter, r *http.Request) {
 // HandleDelete serves DELETE /c1/conversations/:id: {"deleted":N}, N the number
 // of stored messages removed; 0 for an unknown id or another user's.
 func (s *Service) HandleDelete(w http.ResponseWriter, r *http.Request) {
-	n, err := s.Delete(r.Context(), tenantOf(r), httpx.UserID(r), httpx.Param(r, "id"))
+	c, err := httpx.CallerOf(r, httpx.UserRequired, false)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	n, err := s.Delete(r.Context(), c.Tenant.ID, c.User, httpx.Param(r, "id"))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -147,9 +161,3 @@ func (s *Service) HandleDelete(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, map[string]int64{"deleted": n})
 }
 
-func tenantOf(r *http.Request) string {
-	if p := auth.FromContext(r.Context()); p != nil && p.Tenant != nil {
-		return p.Tenant.ID
-	}
-	return ""
-}

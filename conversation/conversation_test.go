@@ -48,7 +48,7 @@ func newEnv(t *testing.T) *env {
 
 func withTenant(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := &auth.Principal{Tenant: &auth.Tenant{ID: r.Header.Get("X-Test-Tenant")}, Role: auth.RoleMember}
+		p := &auth.Principal{Tenant: &auth.Tenant{ID: r.Header.Get("X-Test-Tenant")}, Role: auth.RoleTenantAdmin} // admin: the tests read tenant-wide too
 		h(w, r.WithContext(auth.NewContext(r.Context(), p)))
 	})
 }

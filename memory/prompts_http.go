@@ -28,7 +28,7 @@ type versionList struct {
 // the request's scope_id ("" when absent) and scopeParam where it came from: it
 // selects the scope of the scope level and is invalid_field on the other levels.
 func promptRefOf(r *http.Request, scope, scopeParam string) (promptRef, error) {
-	tenant, err := tenantOf(r)
+	tenant, err := httpx.TenantID(r)
 	if err != nil {
 		return promptRef{}, err
 	}

@@ -131,26 +131,11 @@ func handle[In, Out any](w http.ResponseWriter, r *http.Request,
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
-// tenantOf returns the tenant of the authenticated request.
-func tenantOf(r *http.Request) (string, error) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		return "", err
-	}
-	return p.Tenant.ID, nil
-}
-
-// errNoUser is missing_field headers.gw-user-id (the root already checks it on
-// /v1/memory* and /v1/system-prompts*; the tool path checks it here).
-func errNoUser() *errcat.Error {
-	return errcat.New(errcat.MissingField, "headers.gw-user-id", "Header GW-User-Id is required.")
-}
-
 // userOf returns the GW-User-Id of r, or missing_field.
 func userOf(r *http.Request) (string, error) {
 	u := httpx.UserID(r)
 	if u == "" {
-		return "", errNoUser()
+		return "", httpx.ErrNoUser()
 	}
 	return u, nil
 }
@@ -158,13 +143,11 @@ func userOf(r *http.Request) (string, error) {
 // callerOf returns the tenant and the user (GW-User-Id, required) that the
 // memory routes of r act for.
 func callerOf(r *http.Request) (tenant, user string, err error) {
-	if tenant, err = tenantOf(r); err != nil {
+	c, err := httpx.CallerOf(r, httpx.UserRequired, false)
+	if err != nil {
 		return "", "", err
 	}
-	if user, err = userOf(r); err != nil {
-		return "", "", err
-	}
-	return tenant, user, nil
+	return c.Tenant.ID, c.User, nil
 }
 
 // scopeOf validates a scope_id (param names it): "" means DefaultScope.

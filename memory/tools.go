@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"github.com/chatgw/gateway/internal/httpx"
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
@@ -101,7 +102,7 @@ func (s *Service) Tools() []tools.Tool {
 // args: the start of both memory tools.
 func decodeCall(call tools.Call, args any) error {
 	if call.UserID == "" {
-		return errNoUser()
+		return httpx.ErrNoUser()
 	}
 	return tools.DecodeArgs(call.Arguments, args)
 }

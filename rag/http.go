@@ -39,7 +39,7 @@ type searchInput struct {
 // ListIndices handles GET /a1/rag/indices (scope rag:read):
 // {"object":"list","data":[IndexInfo...]} sorted by id.
 func (s *Service) ListIndices(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, tenantOf, func(ctx context.Context, tenant string) (list[IndexInfo], error) {
+	handle(w, r, httpx.TenantID, func(ctx context.Context, tenant string) (list[IndexInfo], error) {
 		ixs, err := s.listIndices(ctx, tenant)
 		return newList(ixs), err
 	})
@@ -101,7 +101,7 @@ func (s *Service) SearchHTTP(w http.ResponseWriter, r *http.Request) {
 // pathIndex reads the tenant and the index id of the path. An id that could
 // not have been written is left for the lookup to answer index_not_found.
 func pathIndex(r *http.Request) (docInput, error) {
-	tenant, err := tenantOf(r)
+	tenant, err := httpx.TenantID(r)
 	return docInput{tenant: tenant, index: httpx.Param(r, "id")}, err
 }
 
@@ -115,7 +115,7 @@ func pathDoc(r *http.Request) (docInput, error) {
 // decodeWrite reads a document write: the index id of the path (invalid_field
 // "id" when it is not a valid id, see ValidID), then the body.
 func decodeWrite(r *http.Request) (writeInput, error) {
-	tenant, err := tenantOf(r)
+	tenant, err := httpx.TenantID(r)
 	if err != nil {
 		return writeInput{}, err
 	}
@@ -242,7 +242,7 @@ func metadataField(raw json.RawMessage, param string) (json.RawMessage, error) {
 // decodeSearch reads the query of a search: q required and not blank (at
 // most MaxQueryBytes), k an integer from 1 to MaxK (default DefaultK).
 func decodeSearch(r *http.Request) (searchInput, error) {
-	tenant, err := tenantOf(r)
+	tenant, err := httpx.TenantID(r)
 	if err != nil {
 		return searchInput{}, err
 	}

@@ -147,15 +147,6 @@ func handle[In, Out any](w http.ResponseWriter, r *http.Request,
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
-// tenantOf returns the tenant of the authenticated request.
-func tenantOf(r *http.Request) (string, error) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		return "", err
-	}
-	return p.Tenant.ID, nil
-}
-
 // errIndexNotFound is 404 index_not_found (param "id").
 func errIndexNotFound(index string) *errcat.Error {
 	if !ValidID(index) {

@@ -138,21 +138,14 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func tenantOf(r *http.Request) (*auth.Tenant, error) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		return nil, err
-	}
-	return p.Tenant, nil
-}
-
 // Get handles GET /v1/tenant/config (scope tenant_config:read).
 func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
-	t, err := tenantOf(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
+	t := p.Tenant
 	var rec record
 	err = s.st.View(r.Context(), func(tx store.Tx) error {
 		var err error
@@ -175,11 +168,12 @@ type putRequest struct {
 // Put handles PUT /v1/tenant/config (scope tenant_config:write): {"key","value"}
 // writes one key (null resets it) and answers the document after the write.
 func (s *Service) Put(w http.ResponseWriter, r *http.Request) {
-	t, err := tenantOf(r)
+	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
+	t := p.Tenant
 	var req putRequest
 	if err := httpx.Decode(r, &req); err != nil {
 		httpx.WriteError(w, r, err)

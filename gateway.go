@@ -1,6 +1,16 @@
 // Package gateway is chatgw, an OpenAI-compatible chat gateway for language models,
 // as an embeddable library: New returns a *Gateway, an http.Handler that serves the
-// whole API (/v1, /c1 and the public endpoints) and must be closed with Close.
+// whole API and must be closed with Close. Its three API families:
+//
+//   - /v1: the stateless OpenAI-compatible passthrough (chat completions,
+//     models, embeddings, images, audio) plus memory, system prompts, tenant
+//     configuration and tool execution;
+//   - /c1: chat with conversations stored by the gateway;
+//   - /a1: agents with a tool loop and sessions, RAG indices and coding-agent
+//     runs;
+//
+// and the public endpoints (/healthz, /readyz, /errors, the API description,
+// the playground).
 //
 // Everything pluggable is an interface re-exported here (Store, Upstream,
 // TokenCatalog, Clock); each option documents its default. Two gateways in one

@@ -101,10 +101,10 @@ func (s *Service) view(t *auth.Tenant, rec record) View {
 		}
 	}
 	add(KeyDefaultModel, KeyInfo{Value: c.DefaultModel, Writable: true, Type: "string",
-		Default: Defaults.DefaultModel, Enum: s.chatAliases(t)})
+		Default: Defaults().DefaultModel, Enum: s.chatAliases(t)})
 	caps := map[string]int{}
 	for _, k := range intKeys() {
-		d := Defaults
+		d := Defaults()
 		add(k.name, KeyInfo{Value: *k.field(&c), Writable: true, Type: "integer",
 			Default: *k.field(&d), Range: &Range{Min: k.min, Max: k.cap(t)}})
 		caps[k.name] = k.cap(t)

@@ -67,12 +67,16 @@ type Config struct {
 	CompactKeepLastN    int    `json:"compact_keep_last_n"`
 }
 
-// Defaults are the values of a tenant that never wrote a key.
-var Defaults = Config{
-	DefaultModel:        "lm-4-scout",
-	ImageGenRatePerHour: 60,
-	ImageMaxTTLHours:    168,
-	CompactKeepLastN:    20,
+// Defaults returns the values of a tenant that never wrote a key. It is a
+// function, not a variable, so that no caller can change them for the
+// whole process (two gateways in one process share nothing).
+func Defaults() Config {
+	return Config{
+		DefaultModel:        "lm-4-scout",
+		ImageGenRatePerHour: 60,
+		ImageMaxTTLHours:    168,
+		CompactKeepLastN:    20,
+	}
 }
 
 // Names of the writable keys.
@@ -151,7 +155,7 @@ func readRecord(tx store.Tx, tenant string) (record, error) {
 
 // effective applies rec over the defaults for tenant t.
 func effective(t *auth.Tenant, rec record) Config {
-	c := Defaults
+	c := Defaults()
 	if rec.DefaultModel != nil && (t == nil || t.AllowsModel(*rec.DefaultModel)) {
 		c.DefaultModel = *rec.DefaultModel
 	}
@@ -169,7 +173,7 @@ func effective(t *auth.Tenant, rec record) Config {
 // A store failure is returned wrapped; callers answer storage_error.
 func Load(ctx context.Context, st store.Store, t *auth.Tenant) (Config, error) {
 	if t == nil {
-		return Defaults, nil
+		return Defaults(), nil
 	}
 	var rec record
 	err := st.View(ctx, func(tx store.Tx) error {

@@ -216,7 +216,7 @@ func TestPut(t *testing.T) {
 
 // clampDefaults is Defaults in the tenant's ranges.
 func clampDefaults(t *auth.Tenant) tenantconfig.Config {
-	c := tenantconfig.Defaults
+	c := tenantconfig.Defaults()
 	c.CompactKeepLastN = min(c.CompactKeepLastN, tenantconfig.Cap(t, tenantconfig.KeyCompactKeepLastN))
 	return c
 }
@@ -248,8 +248,8 @@ func TestLoad(t *testing.T) {
 			tenantconfig.Config{DefaultModel: "lm-vision", ImageGenRatePerHour: 200, ImageMaxTTLHours: 24, CompactKeepLastN: 5}},
 		{"model left the allowlist", &auth.Tenant{ID: "acme", Models: []string{"lm-4-scout"}, ConfigCaps: tenant.ConfigCaps},
 			tenantconfig.Config{DefaultModel: "lm-4-scout", ImageGenRatePerHour: 400, ImageMaxTTLHours: 168, CompactKeepLastN: 7}},
-		{"other tenant", &auth.Tenant{ID: "other"}, tenantconfig.Defaults},
-		{"nil tenant", nil, tenantconfig.Defaults},
+		{"other tenant", &auth.Tenant{ID: "other"}, tenantconfig.Defaults()},
+		{"nil tenant", nil, tenantconfig.Defaults()},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,7 +294,7 @@ func TestStorageError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(tenantconfig.Defaults, cfg); diff != "" {
+	if diff := cmp.Diff(tenantconfig.Defaults(), cfg); diff != "" {
 		t.Errorf("config after failed PUT mismatch (-want +got):\n%s", diff)
 	}
 }

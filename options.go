@@ -15,24 +15,22 @@ import (
 type Option func(*config) error
 
 type config struct {
-	store        Store
-	dataDir      string
-	upstream     Upstream
-	backends     upstream.Backends
-	catalog      *upstream.Catalog
-	tokens       TokenCatalog
-	clock        Clock
-	logger       *slog.Logger
-	rate         auth.Rate
-	bodyLimit    int64
-	dev          bool
-	keepalive    time.Duration
-	shutdownWait time.Duration
-	agentsDir    string
-	codingCmd    string
-	maxResponse  int64
-	bodyTimeout  time.Duration
-	bodyMinRate  int64
+	store       Store
+	dataDir     string
+	upstream    Upstream
+	backends    upstream.Backends
+	catalog     *upstream.Catalog
+	tokens      TokenCatalog
+	clock       Clock
+	logger      *slog.Logger
+	rate        auth.Rate
+	bodyLimit   int64
+	keepalive   time.Duration
+	agentsDir   string
+	codingCmd   string
+	maxResponse int64
+	bodyTimeout time.Duration
+	bodyMinRate int64
 }
 
 func defaultConfig() config {

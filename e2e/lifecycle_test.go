@@ -37,10 +37,9 @@ func TestRestartPersistence(t *testing.T) {
 	consent := chatBody("lm-4-scout-cloudA", "read it")
 	consent["attachments"] = []any{doc}
 	must(g.do(t, "POST", "/v1/chat/completions", tokAdmin, "alice", consent, H{"GW-Cloud-Consent": "sha256:" + sha256Hex("persisted grant doc") + ";persist"}))
-	_, before := history(t, g, tokMember, "alice", id)
 	// a streamed turn right before the stop
 	must(c1(t, g, tokMember, "alice", map[string]any{"message": "third streamed", "model": "lm-4-scout-local", "conversation_id": id}))
-	_, before = history(t, g, tokMember, "alice", id)
+	_, before := history(t, g, tokMember, "alice", id)
 
 	g.Restart()
 

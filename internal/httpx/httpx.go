@@ -44,18 +44,10 @@ type Info struct {
 	// it shuts down (Gateway.EndStreams); nil outside a gateway.
 	Shutdown context.Context
 
-	// The parts of an Info made by NewInfo, allocated with it.
+	// The parts of an Info that Init sets, allocated with it.
 	log      slog.Logger // what Logger points to
 	handler  idHandler   // log's handler: adds request_id
 	idHeader [1]string   // the value of the X-Request-Id answer header
-}
-
-// NewInfo returns the Info of a request with id, whose Logger is base adding
-// the attribute request_id=id, all in one allocation (see Init).
-func NewInfo(id string, base *slog.Logger) *Info {
-	info := new(Info)
-	info.Init(id, base)
-	return info
 }
 
 // Init sets info, which must not be copied afterwards, to the Info of a

@@ -40,9 +40,6 @@ func NewSSE(w http.ResponseWriter) *SSE {
 // Started reports whether the status and headers were sent.
 func (s *SSE) Started() bool { return s.started }
 
-// Meta returns the stream's id, created and model.
-func (s *SSE) Meta() StreamMeta { return s.meta }
-
 // SetMeta sets the stream's id, created and model for later notices.
 func (s *SSE) SetMeta(m StreamMeta) { s.meta = m }
 

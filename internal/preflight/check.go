@@ -25,108 +25,149 @@ const (
 // of the package doc and returns the body to forward. Errors are *errcat.Error
 // values to send as they are, or what Request.System returned.
 func Check(ctx context.Context, req *Request) (*Result, error) {
-	p := req.ParamPrefix
-	r, err := parse(req.Body, p)
+	r, err := parseRequired(req)
 	if err != nil {
-		return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body must be one JSON object.", Cause: err}
-	}
-	if r.messages < 0 {
-		return nil, errcat.New(errcat.MissingField, p+"messages", "messages is required.")
-	}
-	if r.model < 0 {
-		return nil, errcat.New(errcat.MissingField, p+"model", "model is required.")
-	}
-	if r.msgsBad {
-		return nil, errcat.New(errcat.InvalidField, p+"messages",
-			"messages must be a non-empty array of message objects, each with a role (system, developer, user, assistant, tool) "+
-				"and a content that is a string, an array of content parts or null.")
+		return nil, err
 	}
 	m, alias, err := lookupModel(req, r.member(r.model))
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Model: m}
-
-	if err := r.checkTemperature(); err != nil {
-		return nil, err
-	}
-	if raw := r.member(r.stream); raw != nil && !bytes.Equal(raw, []byte("null")) {
-		if !bytes.Equal(raw, []byte("true")) && !bytes.Equal(raw, []byte("false")) {
-			return nil, errcat.New(errcat.InvalidField, p+"stream", "stream must be a boolean.")
-		}
-		res.Stream = raw[0] == 't'
-	}
-	if raw := r.member(r.streamOptions); raw != nil {
-		res.StreamOptions = raw
-	}
-	maxTokens, err := r.intMember(r.maxTokens, "max_tokens")
+	limits, err := r.readFields(res)
 	if err != nil {
 		return nil, err
 	}
-	maxCompletion, err := r.intMember(r.maxCompletionTokens, "max_completion_tokens")
+	floors, err := limits.floor(m, res)
 	if err != nil {
 		return nil, err
 	}
-	if r.attachBad != nil {
-		return nil, r.attachBad
-	}
-	res.Documents, err = r.checkHashes()
-	if err != nil {
+	if err := r.checkContent(m); err != nil {
 		return nil, err
 	}
-
-	// Flooring (DECISIONS 8 item 19).
-	var floors [2][]byte // replacement values of max_tokens, max_completion_tokens
-	for i, v := range [2]*int64{maxTokens, maxCompletion} {
-		if v == nil {
-			continue
-		}
-		if *v < 1 {
-			return nil, errcat.Newf(errcat.MaxTokensBelowMinimum, paramMaxTokens,
-				"max_tokens must be at least 1 (got %d).", *v)
-		}
-		if min := m.Constraints.MinMaxTokens; min != nil && *v < int64(*min) {
-			*v = int64(*min)
-			floors[i] = strconv.AppendInt(nil, *v, 10)
-			res.FlooredMaxTokens = *min
-		}
-	}
-
-	for _, args := range r.toolArgs {
-		if !validArguments(r.b, args) {
-			return nil, errcat.New(errcat.ToolCallArgumentsInvalid, paramToolArguments,
-				"tool_calls[].function.arguments must be a JSON string holding valid JSON, such as \"{}\".")
-		}
-	}
-
-	if err := r.checkImages(m); err != nil {
-		return nil, err
-	}
-
 	system := ""
 	if req.System != nil {
 		if system, err = req.System(ctx); err != nil {
 			return nil, err
 		}
 	}
-
-	res.PromptTokens = r.estimate(system)
-	limit := max(deref(maxTokens), deref(maxCompletion))
-	res.MaxOutputTokens = limit
-	if maxTokens == nil && maxCompletion == nil {
-		res.MaxOutputTokens = -1
+	if err := r.checkWindow(res, system, limits, alias); err != nil {
+		return nil, err
 	}
-	if m.ContextWindow > 0 && int64(res.PromptTokens)+limit > int64(m.ContextWindow) {
-		return nil, errcat.Newf(errcat.ContextWindowExceeded, paramMessages,
-			"The request needs about %d tokens (a prompt estimate of %d plus max_tokens %d), more than the context window of %s (%d tokens).",
-			int64(res.PromptTokens)+limit, res.PromptTokens, limit, alias, m.ContextWindow)
-	}
-
 	if err := checkConsent(ctx, req, m, res.Documents); err != nil {
 		return nil, err
 	}
 	res.Body = r.build(alias, system, floors)
 	return res, nil
+}
+
+// parseRequired parses the body and checks the members every request needs.
+func parseRequired(req *Request) (*request, error) {
+	p := req.ParamPrefix
+	r, err := parse(req.Body, p)
+	switch {
+	case err != nil:
+		return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body must be one JSON object.", Cause: err}
+	case r.messages < 0:
+		return nil, errcat.New(errcat.MissingField, p+"messages", "messages is required.")
+	case r.model < 0:
+		return nil, errcat.New(errcat.MissingField, p+"model", "model is required.")
+	case r.msgsBad:
+		return nil, errcat.New(errcat.InvalidField, p+"messages",
+			"messages must be a non-empty array of message objects, each with a role (system, developer, user, assistant, tool) "+
+				"and a content that is a string, an array of content parts or null.")
+	}
+	return r, nil
+}
+
+// outputLimits are the request's max_tokens and max_completion_tokens (nil
+// when absent or null).
+type outputLimits struct {
+	maxTokens, maxCompletion *int64
+}
+
+// readFields checks the scalar members and the attachments and records in res
+// what the caller needs of them.
+func (r *request) readFields(res *Result) (outputLimits, error) {
+	var l outputLimits
+	if err := r.checkTemperature(); err != nil {
+		return l, err
+	}
+	if raw := r.member(r.stream); raw != nil && !bytes.Equal(raw, []byte("null")) {
+		if !bytes.Equal(raw, []byte("true")) && !bytes.Equal(raw, []byte("false")) {
+			return l, errcat.New(errcat.InvalidField, r.paramPrefix+"stream", "stream must be a boolean.")
+		}
+		res.Stream = raw[0] == 't'
+	}
+	if raw := r.member(r.streamOptions); raw != nil {
+		res.StreamOptions = raw
+	}
+	var err error
+	if l.maxTokens, err = r.intMember(r.maxTokens, "max_tokens"); err != nil {
+		return l, err
+	}
+	if l.maxCompletion, err = r.intMember(r.maxCompletionTokens, "max_completion_tokens"); err != nil {
+		return l, err
+	}
+	if r.attachBad != nil {
+		return l, r.attachBad
+	}
+	res.Documents, err = r.checkHashes()
+	return l, err
+}
+
+// floor applies the model's min_max_tokens (DECISIONS 8 item 19): a value
+// below 1 is max_tokens_below_minimum, a value below the minimum is raised to
+// it. It returns the replacement values of max_tokens and
+// max_completion_tokens (nil: unchanged) and sets res.FlooredMaxTokens and
+// res.MaxOutputTokens.
+func (l outputLimits) floor(m *upstream.ModelInfo, res *Result) ([2][]byte, error) {
+	var floors [2][]byte
+	for i, v := range [2]*int64{l.maxTokens, l.maxCompletion} {
+		if v == nil {
+			continue
+		}
+		if *v < 1 {
+			return floors, errcat.Newf(errcat.MaxTokensBelowMinimum, paramMaxTokens,
+				"max_tokens must be at least 1 (got %d).", *v)
+		}
+		if minimum := m.Constraints.MinMaxTokens; minimum != nil && *v < int64(*minimum) {
+			*v = int64(*minimum)
+			floors[i] = strconv.AppendInt(nil, *v, 10)
+			res.FlooredMaxTokens = *minimum
+		}
+	}
+	res.MaxOutputTokens = -1
+	if l.maxTokens != nil || l.maxCompletion != nil {
+		res.MaxOutputTokens = max(deref(l.maxTokens), deref(l.maxCompletion))
+	}
+	return floors, nil
+}
+
+// checkContent checks the messages' tool-call arguments and images.
+func (r *request) checkContent(m *upstream.ModelInfo) error {
+	for _, args := range r.toolArgs {
+		if !validArguments(r.b, args) {
+			return errcat.New(errcat.ToolCallArgumentsInvalid, paramToolArguments,
+				"tool_calls[].function.arguments must be a JSON string holding valid JSON, such as \"{}\".")
+		}
+	}
+	return r.checkImages(m)
+}
+
+// checkWindow estimates the prompt (with the injected system text) into
+// res.PromptTokens and refuses a request whose prompt and output cap exceed
+// the model's context window.
+func (r *request) checkWindow(res *Result, system string, l outputLimits, alias string) error {
+	res.PromptTokens = r.estimate(system)
+	limit := max(deref(l.maxTokens), deref(l.maxCompletion))
+	window := res.Model.ContextWindow
+	if window > 0 && int64(res.PromptTokens)+limit > int64(window) {
+		return errcat.Newf(errcat.ContextWindowExceeded, paramMessages,
+			"The request needs about %d tokens (a prompt estimate of %d plus max_tokens %d), more than the context window of %s (%d tokens).",
+			int64(res.PromptTokens)+limit, res.PromptTokens, limit, alias, window)
+	}
+	return nil
 }
 
 // member returns the raw value of member idx, or nil when absent.

@@ -130,13 +130,10 @@ func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage)
 	}
 	rn.applied, rn.alias = pf.Applied(), pf.Model.Alias
 	rn.model, rn.prompt = pf.Model, pf.PromptTokens
-	var checked struct {
-		Messages []json.RawMessage `json:"messages"`
+	history, err := pf.Messages()
+	if err != nil {
+		return nil, errcat.Internal(fmt.Errorf("agents: %w", err))
 	}
-	if err := json.Unmarshal(pf.Body, &checked); err != nil {
-		return nil, errcat.Internal(fmt.Errorf("agents: checked body: %w", err))
-	}
-	history := checked.Messages
 
 	maxRounds := a.maxRounds()
 	stripped := map[string]bool{}

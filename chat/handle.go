@@ -219,9 +219,11 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	if !wire.IsNull(q.Attachments) {
 		// The attachments became parts of the current user message: store the
 		// message as the model saw it.
-		if t.userMsg, err = lastMessage(pf.Body); err != nil {
+		msgs, err := pf.Messages()
+		if err != nil {
 			return nil, errcat.Internal(err)
 		}
+		t.userMsg = msgs[len(msgs)-1]
 	}
 	return pf, nil
 }
@@ -238,17 +240,6 @@ func (s *Service) system(tenant, user string) func(context.Context) (string, err
 		}
 		return text, nil
 	}
-}
-
-// lastMessage returns the last message of an OpenAI request body.
-func lastMessage(body []byte) (json.RawMessage, error) {
-	var b struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &b); err != nil || len(b.Messages) == 0 {
-		return nil, fmt.Errorf("chat: rewritten body has no messages: %v", err)
-	}
-	return b.Messages[len(b.Messages)-1], nil
 }
 
 func nonNull(raw json.RawMessage) json.RawMessage {

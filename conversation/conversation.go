@@ -160,4 +160,3 @@ func (s *Service) HandleDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]int64{"deleted": n})
 }
-

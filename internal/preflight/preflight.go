@@ -3,9 +3,11 @@ package preflight
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/internal/jsonscan"
 	"github.com/chatgw/gateway/upstream"
 )
 
@@ -74,6 +76,29 @@ type Result struct {
 type Document struct {
 	Name        string
 	ContentHash string // sha256:<hex>
+}
+
+// Messages returns the messages of Body as the upstream gets them (the
+// injected system message first, attachments merged into the last user
+// message), each a slice of Body: callers that store or continue the
+// conversation read them here instead of decoding the body again.
+func (r *Result) Messages() ([]json.RawMessage, error) {
+	s := jsonscan.New(r.Body)
+	var msgs []json.RawMessage
+	_, err := s.Object(s.Space(0), func(k jsonscan.Key, v int) (int, error) {
+		if jsonscan.Unquote(r.Body[k.Start:k.End]) != "messages" {
+			return s.Value(v)
+		}
+		return s.Array(v, func(_, e int) (int, error) {
+			end, err := s.Value(e)
+			msgs = append(msgs, json.RawMessage(r.Body[e:end:end]))
+			return end, err
+		})
+	})
+	if err != nil || len(msgs) == 0 {
+		return nil, fmt.Errorf("preflight: the checked body has no messages: %v", err)
+	}
+	return msgs, nil
 }
 
 // Applied returns the value of the gw-applied (and x-rust-api-applied) response

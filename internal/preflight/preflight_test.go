@@ -395,3 +395,34 @@ func roundTrip(t *testing.T, v, out any) {
 		t.Fatal(err)
 	}
 }
+
+func TestResultMessages(t *testing.T) {
+	body := []byte(`{"model":"lm-4-scout","messages":[{"role":"user","content":"hello"}],` +
+		`"attachments":[{"kind":"document","doc_name":"d.txt","content":"abc"}]}`)
+	res, err := check(t, preflight.Request{Body: body, System: func(context.Context) (string, error) { return "SYS", nil }})
+	if err != nil {
+		t.Fatalf("Check() = %v", err)
+	}
+	msgs, err := res.Messages()
+	if err != nil {
+		t.Fatalf("Messages() = %v", err)
+	}
+	var got []map[string]any
+	for _, m := range msgs {
+		var v map[string]any
+		if err := json.Unmarshal(m, &v); err != nil {
+			t.Fatalf("message %s: %v", m, err)
+		}
+		got = append(got, v)
+	}
+	want := []map[string]any{
+		{"role": "system", "content": "SYS"},
+		{"role": "user", "content": []any{
+			map[string]any{"type": "text", "text": "hello"},
+			map[string]any{"type": "text", "text": "Document d.txt:\nabc"},
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Messages() mismatch (-want +got):\n%s", diff)
+	}
+}

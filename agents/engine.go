@@ -96,8 +96,37 @@ type toolDefFunc struct {
 // is an *errcat.Error: the pre-flight checks' (on the first round's body), or
 // an upstream failure mapped as on /v1.
 func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage) (*final, error) {
+	defs := s.toolDefs(rn.agent)
+	history, err := s.check(ctx, rn, msgs, defs)
+	if err != nil {
+		return nil, err
+	}
+	loop := toolLoop{agent: rn.agent, offered: len(defs) > 0, stripped: map[string]bool{}}
+	for {
+		ans, err := s.round(ctx, rn, history, loop.withTools(rn), defs)
+		if err != nil {
+			return nil, err
+		}
+		if ans.final != nil {
+			return ans.final, nil
+		}
+		kept := loop.keep(rn, ans.calls)
+		if len(kept) == 0 {
+			// Only calls of tools the agent does not list: ask again without
+			// tools, so that the model answers in text.
+			loop.forceFinal = true
+			continue
+		}
+		loop.rounds++
+		history = s.runTools(ctx, rn, history, ans.content, kept, loop.rounds)
+	}
+}
+
+// check runs the pre-flight checks on the first round (the agent's system
+// prompt, msgs and the tool definitions), records on rn what they resolved,
+// and returns the checked history the loop continues from.
+func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, defs []toolDef) ([]json.RawMessage, error) {
 	a := rn.agent
-	defs := s.toolDefs(a)
 	var first []json.RawMessage
 	if sp := a.systemPrompt(); sp != "" {
 		first = append(first, textMessage("system", sp))
@@ -107,24 +136,14 @@ func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage)
 	if err != nil {
 		return nil, errcat.Internal(err)
 	}
-	req := &preflight.Request{
+	pf, err := preflight.Check(ctx, &preflight.Request{
 		Body:         body,
 		Tenant:       rn.principal.Tenant,
 		Catalog:      s.catalog,
 		ParamPrefix:  "body.",
 		CloudConsent: rn.consent,
-	}
-	if rn.user != "" && s.inject != nil {
-		tenant, user := rn.principal.Tenant.ID, rn.user
-		req.System = func(ctx context.Context) (string, error) {
-			text, err := s.inject(ctx, tenant, user)
-			if err != nil {
-				return "", errcat.As(err)
-			}
-			return text, nil
-		}
-	}
-	pf, err := preflight.Check(ctx, req)
+		System:       s.system(rn),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -134,68 +153,96 @@ func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage)
 	if err != nil {
 		return nil, errcat.Internal(fmt.Errorf("agents: %w", err))
 	}
+	return history, nil
+}
 
-	maxRounds := a.maxRounds()
-	stripped := map[string]bool{}
-	forceFinal := false
-	for rounds := 0; ; {
-		withTools := len(defs) > 0 && !forceFinal
-		if withTools && rounds >= maxRounds {
-			withTools = false
-			rn.notices = append(rn.notices, relay.Notice{Code: relay.NoticeToolLoopCapped, Message: fmt.Sprintf(
-				"The tool loop of agent %s reached its cap of %d rounds; the answer was made without further tool calls.", a.Name, maxRounds)})
-		}
-		ans, err := s.round(ctx, rn, history, withTools, defs)
+// system returns the pre-flight hook that injects memory and prompts for
+// rn's user, or nil without a user (DECISIONS 8.9) or an injector.
+func (s *Service) system(rn *run) func(context.Context) (string, error) {
+	if rn.user == "" || s.inject == nil {
+		return nil
+	}
+	tenant, user := rn.principal.Tenant.ID, rn.user
+	return func(ctx context.Context) (string, error) {
+		text, err := s.inject(ctx, tenant, user)
 		if err != nil {
-			return nil, err
+			return "", errcat.As(err)
 		}
-		if ans.final != nil {
-			return ans.final, nil
-		}
-		var kept []wire.ToolCall
-		for _, c := range ans.calls {
-			if a.hasTool(c.Function.Name) {
-				kept = append(kept, c)
-				continue
-			}
-			if !stripped[c.Function.Name] {
-				if len(stripped) == 0 {
-					rn.notices = append(rn.notices, relay.Notice{Code: relay.NoticeToolCallStripped})
-				}
-				stripped[c.Function.Name] = true
-			}
-		}
-		if len(stripped) > 0 {
-			rn.notices[indexOf(rn.notices, relay.NoticeToolCallStripped)].Message = strippedMessage(a.Name, stripped)
-		}
-		if len(kept) == 0 {
-			// Only calls of tools the agent does not list: ask again without
-			// tools, so that the model answers in text.
-			forceFinal = true
+		return text, nil
+	}
+}
+
+// toolLoop is the state of an agent's tool loop between rounds.
+type toolLoop struct {
+	agent      *Agent
+	offered    bool            // the agent has tools
+	rounds     int             // rounds whose tool calls ran
+	forceFinal bool            // the last calls were all stripped: answer in text
+	stripped   map[string]bool // names of the tools stripped so far
+}
+
+// withTools reports whether the next round offers the tools: not once the
+// loop hit the agent's cap (which adds the tool_loop_capped notice), nor
+// after a round whose calls were all stripped.
+func (l *toolLoop) withTools(rn *run) bool {
+	if !l.offered || l.forceFinal {
+		return false
+	}
+	if limit := l.agent.maxRounds(); l.rounds >= limit {
+		rn.notices = append(rn.notices, relay.Notice{Code: relay.NoticeToolLoopCapped, Message: fmt.Sprintf(
+			"The tool loop of agent %s reached its cap of %d rounds; the answer was made without further tool calls.", l.agent.Name, limit)})
+		return false
+	}
+	return true
+}
+
+// keep returns the calls of tools the agent lists; the others are stripped,
+// which the tool_call_stripped notice reports (once, naming them all).
+func (l *toolLoop) keep(rn *run, calls []wire.ToolCall) []wire.ToolCall {
+	var kept []wire.ToolCall
+	for _, c := range calls {
+		if l.agent.hasTool(c.Function.Name) {
+			kept = append(kept, c)
 			continue
 		}
-		rounds++
-		for i := range kept {
-			if kept[i].ID == "" {
-				kept[i].ID = fmt.Sprintf("call_%d_%d", rounds, i)
+		if !l.stripped[c.Function.Name] {
+			if len(l.stripped) == 0 {
+				rn.notices = append(rn.notices, relay.Notice{Code: relay.NoticeToolCallStripped})
 			}
-			kept[i].Type = "function"
-		}
-		results := make([]json.RawMessage, len(kept))
-		for i, c := range kept {
-			results[i] = s.execute(ctx, rn, c)
-			if strings.TrimSpace(c.Function.Arguments) == "" || !validArgs(c.Function.Arguments) {
-				// Strict backends reject a replayed call whose arguments are
-				// not a JSON object; the tool result reports the error.
-				kept[i].Function.Arguments = "{}"
-			}
-		}
-		history = append(history, assistantToolMessage(ans.content, kept))
-		history = append(history, results...)
-		for _, m := range history[len(history)-len(results)-1:] {
-			rn.prompt += messageTokens(m)
+			l.stripped[c.Function.Name] = true
 		}
 	}
+	if len(l.stripped) > 0 {
+		rn.notices[indexOf(rn.notices, relay.NoticeToolCallStripped)].Message = strippedMessage(l.agent.Name, l.stripped)
+	}
+	return kept
+}
+
+// runTools executes the kept calls of round and returns history with the
+// assistant's tool-call message and the tool results appended; the prompt
+// estimate grows by what was appended.
+func (s *Service) runTools(ctx context.Context, rn *run, history []json.RawMessage, content string, kept []wire.ToolCall, round int) []json.RawMessage {
+	for i := range kept {
+		if kept[i].ID == "" {
+			kept[i].ID = fmt.Sprintf("call_%d_%d", round, i)
+		}
+		kept[i].Type = "function"
+	}
+	results := make([]json.RawMessage, len(kept))
+	for i, c := range kept {
+		results[i] = s.execute(ctx, rn, c)
+		if strings.TrimSpace(c.Function.Arguments) == "" || !validArgs(c.Function.Arguments) {
+			// Strict backends reject a replayed call whose arguments are
+			// not a JSON object; the tool result reports the error.
+			kept[i].Function.Arguments = "{}"
+		}
+	}
+	history = append(history, assistantToolMessage(content, kept))
+	history = append(history, results...)
+	for _, m := range history[len(history)-len(results)-1:] {
+		rn.prompt += messageTokens(m)
+	}
+	return history
 }
 
 // strippedMessage is the message of the tool_call_stripped notice.
@@ -306,10 +353,10 @@ func (s *Service) maxResponseBytes() int64 {
 	return relay.DefaultMaxBytes
 }
 
-// readJSON reads a whole JSON answer of at most max bytes; used is its usage
+// readJSON reads a whole JSON answer of at most limit bytes; used is its usage
 // (-1: unknown).
-func readJSON(resp *upstream.Response, withTools bool, max int64) (ans *answer, used int64, err error) {
-	b, err := io.ReadAll(relay.LimitReader(resp.Body, max))
+func readJSON(resp *upstream.Response, withTools bool, limit int64) (ans *answer, used int64, err error) {
+	b, err := io.ReadAll(relay.LimitReader(resp.Body, limit))
 	resp.Body.Close()
 	switch {
 	case err != nil:
@@ -343,11 +390,11 @@ func readJSON(resp *upstream.Response, withTools bool, max int64) (ans *answer, 
 // end and the calls returned. Nothing reached the client yet, so a failure is
 // still an ordinary error answer. used is the usage of a stream read to its
 // end (its usage chunk, asked for with stream_options), -1 when unknown; a
-// stream handed over leaves it to the relay. At most max bytes are read here
+// stream handed over leaves it to the relay. At most limit bytes are read here
 // (the relay bounds what it captures of the rest).
-func peekStream(resp *upstream.Response, max int64) (ans *answer, used int64, err error) {
+func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, err error) {
 	var rec bytes.Buffer
-	limited := relay.LimitReader(resp.Body, max)
+	limited := relay.LimitReader(resp.Body, limit)
 	tee := io.TeeReader(limited, &rec)
 	var (
 		acc    wire.ToolCalls

@@ -12,26 +12,26 @@ import (
 // answers at once do not exhaust a small machine's memory.
 const DefaultMaxBytes = 16 << 20
 
-// TooLarge is the error of an upstream answer larger than max bytes, the most
+// TooLarge is the error of an upstream answer larger than limit bytes, the most
 // the gateway holds of one answer: 502 upstream_error, because an upstream
 // that answers beyond every limit of its request is failing.
-func TooLarge(max int64) *errcat.Error {
+func TooLarge(limit int64) *errcat.Error {
 	return errcat.Newf(errcat.UpstreamError, "",
-		"The upstream answer is larger than %d bytes, the most the gateway holds of one answer; nothing of it was kept.", max)
+		"The upstream answer is larger than %d bytes, the most the gateway holds of one answer; nothing of it was kept.", limit)
 }
 
-// LimitReader returns a reader of r that reads at most max bytes: a Read
-// beyond them fails with TooLarge(max). Unlike io.LimitReader, an answer cut
+// LimitReader returns a reader of r that reads at most limit bytes: a Read
+// beyond them fails with TooLarge(limit). Unlike io.LimitReader, an answer cut
 // at the limit is an error, never a shorter answer that looks whole.
-func LimitReader(r io.Reader, max int64) *Limited {
-	return &Limited{r: r, left: max, max: max}
+func LimitReader(r io.Reader, limit int64) *Limited {
+	return &Limited{r: r, left: limit, limit: limit}
 }
 
 // Limited is the reader of LimitReader.
 type Limited struct {
-	r    io.Reader
-	left int64 // bytes that may still be read; -1 once the limit was passed
-	max  int64
+	r     io.Reader
+	left  int64 // bytes that may still be read; -1 once the limit was passed
+	limit int64
 }
 
 // Exceeded returns TooLarge when a Read went past the limit, else nil. A
@@ -39,22 +39,22 @@ type Limited struct {
 // SSE parser says the input ended early); Exceeded tells the real cause.
 func (l *Limited) Exceeded() *errcat.Error {
 	if l.left < 0 {
-		return TooLarge(l.max)
+		return TooLarge(l.limit)
 	}
 	return nil
 }
 
 func (l *Limited) Read(p []byte) (int, error) {
 	if l.left < 0 {
-		return 0, TooLarge(l.max)
+		return 0, TooLarge(l.limit)
 	}
 	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1] // one byte past the limit tells "more" from "exactly max"
+		p = p[:l.left+1] // one byte past the limit tells "more" from "exactly the limit"
 	}
 	n, err := l.r.Read(p)
 	l.left -= int64(n)
 	if l.left < 0 {
-		return n - 1, TooLarge(l.max)
+		return n - 1, TooLarge(l.limit)
 	}
 	return n, err
 }

@@ -92,9 +92,11 @@ func BodyError(err error) error {
 // Decode reads the JSON body of r into v, a pointer to a struct of one of the
 // gateway's own schemas, with the gateway's rules:
 //   - a body that is not one JSON object: invalid_json;
-//   - a field the schema does not have: invalid_field "body.<name>" (so a
-//     user_id in any body, never a schema field, answers invalid_field
-//     "body.user_id" as the identity rule requires);
+//   - a field the schema does not have: invalid_field "body.<name>" (the
+//     identity rule's ban of a top-level user_id is the middleware's, which
+//     owns it for every body, the passthroughs included; a user_id is never a
+//     schema field, so a handler reached without the middleware still
+//     answers body.user_id);
 //   - a field of the wrong JSON type: invalid_field "body.<path>".
 //
 // Range and enum checks are the handler's.
@@ -133,10 +135,6 @@ func decodeError(err error) error {
 			"Field %s must be of JSON type %s.", typeErr.Field, jsonType(typeErr.Type.Kind().String()))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		if name == "user_id" {
-			return errcat.New(errcat.InvalidField, "body.user_id",
-				"user_id is not accepted in a body; the end user is named by the GW-User-Id header.")
-		}
 		return errcat.Newf(errcat.InvalidField, "body."+name, "Unknown field %s.", name)
 	default:
 		return &errcat.Error{Code: errcat.InvalidJSON, Message: fmt.Sprintf("The request body is not valid JSON: %v.", trimJSONPrefix(err)), Cause: err}

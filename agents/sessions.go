@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chatgw/gateway/internal/wire"
 	"net/http"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/tenantconfig"
 )
 

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/chatgw/gateway/internal/wire"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/chatgw/gateway/internal/jsonscan"
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 // newUUID returns a random (version 4) UUID in its canonical text form.

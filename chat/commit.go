@@ -3,13 +3,13 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"github.com/chatgw/gateway/internal/wire"
 	"log/slog"
 	"net/http"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/chatgw/gateway/internal/wire"
 	"net/http"
 
 	"github.com/chatgw/gateway/auth"
@@ -13,6 +12,7 @@ import (
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream"
 )

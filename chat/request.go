@@ -3,13 +3,13 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/chatgw/gateway/internal/wire"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 // chatRequest is the ChatRequest body of POST /c1/chat. Fields whose JSON type

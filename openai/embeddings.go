@@ -2,12 +2,12 @@ package openai
 
 import (
 	"encoding/json"
-	"github.com/chatgw/gateway/internal/wire"
 	"net/http"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
 )
 

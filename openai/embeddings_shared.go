@@ -7,12 +7,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/chatgw/gateway/internal/wire"
 	"io"
 	"strings"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
 )
 

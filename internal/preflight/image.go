@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
-	"github.com/chatgw/gateway/internal/jsonscan"
 	"image"
 	"image/gif"
 	"image/jpeg"
@@ -12,6 +11,7 @@ import (
 	"io"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/jsonscan"
 )
 
 // imageProblem is why an image URL was refused: a code and a message; the

@@ -1,11 +1,12 @@
 package relay
 
 import (
-	"github.com/chatgw/gateway/internal/wire"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 // chunkSeeds are chunk data of the shapes upstreams send, and of shapes the

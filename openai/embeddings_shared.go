@@ -6,12 +6,12 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/jsonscan"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -68,37 +68,43 @@ type member struct {
 // keeps its last value (as encoding/json decodes it) at its first position.
 type object []member
 
-// parseObject splits body, which must be one JSON object, into its members.
-// Anything else is invalid_json.
+// parseObject splits body, which must be one JSON object, into its members,
+// walked in place with jsonscan (the values are slices of body). Anything
+// else is invalid_json.
 func parseObject(body []byte) (object, error) {
-	notObject := errcat.New(errcat.InvalidJSON, "", "The request body must be a JSON object.")
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body is not valid JSON.", Cause: err}
+	sc := jsonscan.New(body)
+	start := sc.Space(0)
+	if start >= len(body) || body[start] != '{' {
+		if jsonscan.Valid(body) {
+			return nil, errcat.New(errcat.InvalidJSON, "", "The request body must be a JSON object.")
 		}
-		return nil, notObject
+		return nil, errcat.New(errcat.InvalidJSON, "", "The request body is not valid JSON.")
 	}
 	var obj object
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body is not valid JSON.", Cause: err}
+	end, err := sc.Object(start, func(k jsonscan.Key, v int) (int, error) {
+		end, err := sc.Value(v)
+		if err == nil {
+			obj = obj.set(objectKey(body[k.Start:k.End]), json.RawMessage(body[v:end:end]))
 		}
-		key := tok.(string) // object keys are strings
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body is not valid JSON.", Cause: err}
-		}
-		obj = obj.set(key, raw)
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
+		return end, err
+	})
+	switch {
+	case err != nil:
 		return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body is not valid JSON.", Cause: err}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	case sc.Space(end) != len(body):
 		return nil, errcat.New(errcat.InvalidJSON, "", "The request body must hold exactly one JSON object.")
 	}
 	return obj, nil
+}
+
+// objectKey is the name of the key literal lit, as encoding/json reads it
+// (which makes each byte that is not UTF-8 U+FFFD).
+func objectKey(lit []byte) string {
+	key := jsonscan.Unquote(lit)
+	if !utf8.ValidString(key) {
+		_ = json.Unmarshal(lit, &key) // lit is a valid literal: cannot fail
+	}
+	return key
 }
 
 // get returns the raw value of key, or nil when absent.

@@ -16,6 +16,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/tools"
 	"github.com/chatgw/gateway/upstream"
@@ -310,7 +311,7 @@ func readJSON(resp *upstream.Response, withTools bool) (ans *answer, used int64,
 	case !json.Valid(b):
 		return nil, -1, readFailure(errors.New("agents: upstream answer is not JSON"))
 	case relay.IsErrorObject(b):
-		return nil, -1, readFailure(fmt.Errorf("agents: upstream answered an error object: %.512s", b))
+		return nil, -1, readFailure(fmt.Errorf("agents: upstream answered an error object: %s", redact.Body(b)))
 	}
 	var cp completion
 	_ = json.Unmarshal(b, &cp)
@@ -361,7 +362,7 @@ func peekStream(resp *upstream.Response) (ans *answer, used int64, err error) {
 		}
 		if relay.IsErrorObject(ev.Data) {
 			resp.Body.Close()
-			return nil, usedTokens(usage), readFailure(fmt.Errorf("agents: upstream sent an error event: %.512s", ev.Data))
+			return nil, usedTokens(usage), readFailure(fmt.Errorf("agents: upstream sent an error event: %s", redact.Body([]byte(ev.Data))))
 		}
 		var ch streamChunk
 		if json.Unmarshal([]byte(ev.Data), &ch) != nil {

@@ -5,9 +5,10 @@
 // The first defence is structural and belongs to the callers: a log line
 // holds only fields the gateway constructs (ids, codes, statuses, sizes,
 // durations), and an upstream answer is logged as Body's summary, never as
-// text. Opaque serves the same end for an error whose own text quotes bytes
-// from outside (net/http's and mime/multipart's parse errors): it keeps the
-// error for errors.Is and errors.As and gives it the gateway's words.
+// text. Quotes and Opaque serve the same end for an error whose own text
+// quotes bytes from outside (net/http's and mime/multipart's parse errors):
+// Quotes drops what is quoted, Opaque gives the error the gateway's words
+// while keeping it for errors.Is and errors.As.
 //
 // String is the second line of defence, for the few places where free text
 // still reaches a line (an error's cause): it removes bearer tokens, API keys
@@ -150,6 +151,33 @@ func identifier(raw json.RawMessage, number bool) string {
 		}
 	}
 	return s
+}
+
+// Quotes returns s with the text of every double-quoted string replaced by
+// "…". The standard library quotes the foreign bytes it reports in its errors
+// (net/http's answers that are not HTTP, net/textproto's header lines,
+// mime/multipart's part lines), so such an error's text through Quotes still
+// says what went wrong but no longer holds what the other side sent. A quote
+// that is not closed runs to the end of s. s is returned as it is, without
+// allocating, when it holds no quote.
+func Quotes(s string) string {
+	i := strings.IndexByte(s, '"')
+	if i < 0 {
+		return s
+	}
+	out := make([]byte, 0, len(s))
+	for i >= 0 {
+		out = append(out, s[:i+1]...)
+		out = append(out, "…"...)
+		end := closeQuote(s, i+1, '"')
+		if end >= len(s) {
+			return string(out)
+		}
+		out = append(out, '"')
+		s = s[end+1:]
+		i = strings.IndexByte(s, '"')
+	}
+	return string(append(out, s...))
 }
 
 // Opaque returns an error that reads text and unwraps to err, for a cause

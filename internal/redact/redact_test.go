@@ -101,6 +101,27 @@ func TestBody(t *testing.T) {
 	}
 }
 
+func TestQuotes(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"no quote", "dial tcp 10.0.0.5:11434: connect: connection refused", "dial tcp 10.0.0.5:11434: connect: connection refused"},
+		{"net/http", `net/http: HTTP/1.x transport connection broken: malformed HTTP status code "secret"`,
+			`net/http: HTTP/1.x transport connection broken: malformed HTTP status code "…"`},
+		{"two, with escapes", `Post "http://h/v1": multipart: expecting a new Part; got line "a \"secret\" b"`,
+			`Post "…": multipart: expecting a new Part; got line "…"`},
+		{"empty", `got ""`, `got "…"`},
+		{"not closed", `got "secret`, `got "…`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redact.Quotes(tt.in); got != tt.want {
+				t.Errorf("Quotes(%q)\n = %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestOpaque(t *testing.T) {
 	if redact.Opaque(nil, "x") != nil {
 		t.Error("Opaque(nil) != nil")

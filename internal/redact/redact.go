@@ -34,13 +34,14 @@ const Redacted = "[redacted]"
 // String returns s with bearer tokens, API-key-shaped words (sk-..., and the
 // like) and the values of secret or content members replaced by Redacted. A
 // member is a name followed by ':' or '=' (JSON, headers, query strings,
-// key: value text) whose last part, after '_', '-' or '.', is one of
-// authorization, key, apikey, token, secret, password, cookie, content,
-// text, arguments, input, prompt, messages, message, value or instructions;
-// its value is a JSON string, object or array, or else the text up to the
-// next line end, quote, ',', ';', '&', '}' or ']'. Cut JSON (a string or
-// bracket that never closes) is redacted to the end of s. s is returned as
-// it is, without allocating, when nothing matches.
+// name: value text). Secret names end in authorization, key, apikey, token,
+// secret, password or cookie, in any of these forms; content names end in
+// content, text, arguments, input, prompt, messages, message, value or
+// instructions, and count only quoted (JSON) or before '='. A value is a
+// JSON string, object or array, or else the text up to the next line end,
+// quote, ',', ';', '&', '}' or ']'. Cut JSON (a string or bracket that never
+// closes) is redacted to the end of s. s is returned as it is, without
+// allocating, when nothing matches.
 func String(s string) string {
 	var out []byte // nil until something is redacted
 	done := 0      // s[:done] is in out
@@ -48,7 +49,7 @@ func String(s string) string {
 		from, to := -1, -1
 		switch c := s[i]; {
 		case c == ':' || c == '=':
-			if !sensitive(keyBefore(s, i)) {
+			if name, quoted := keyBefore(s, i); !sensitive(name, quoted || c == '=') {
 				continue
 			}
 			from, to = valueSpan(s, skipSpace(s, i+1))

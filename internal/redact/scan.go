@@ -4,10 +4,12 @@ import "strings"
 
 // keyBefore returns the member name that ends just before s[i], a ':' or
 // '=': letters, digits, '_', '-' and '.', possibly quoted ("name", 'name',
-// or \"name\" inside a JSON string), possibly followed by blanks.
-func keyBefore(s string, i int) string {
+// or \"name\" inside a JSON string), possibly followed by blanks. quoted
+// reports the quotes.
+func keyBefore(s string, i int) (name string, quoted bool) {
 	j := skipSpaceBack(s, i-1)
 	if j >= 0 && (s[j] == '"' || s[j] == '\'') {
+		quoted = true
 		j--
 		if j >= 0 && s[j] == '\\' {
 			j--
@@ -17,22 +19,31 @@ func keyBefore(s string, i int) string {
 	for j >= 0 && isKeyChar(s[j]) {
 		j--
 	}
-	return s[j+1 : end]
+	return s[j+1 : end], quoted
 }
 
 // sensitive reports whether a member of this name holds a secret or
-// content: its last part, after '_', '-' or '.', decides (x-api-key,
-// confirm_token, system_prompt, error.message).
-func sensitive(name string) bool {
+// content, by its last part. A secret name (after '_', '-' or '.': x-api-key,
+// confirm_token) counts in any form; a content name (after '_' or '.':
+// system_prompt, error.message) only in a member, a quoted name or a name=
+// pair, because in plain text "name: value" is as often the gateway's own
+// words (a router alias such as embed-text:v1.5) as a member.
+func sensitive(name string, member bool) bool {
 	if name == "" {
 		return false
 	}
-	last := name[strings.LastIndexAny(name, "_-.")+1:]
-	for _, w := range [...]string{
-		"authorization", "key", "apikey", "token", "secret", "password", "cookie",
-		"content", "text", "arguments", "input", "prompt", "messages", "message", "value", "instructions",
-	} {
-		if strings.EqualFold(last, w) {
+	if oneOf(name[strings.LastIndexAny(name, "_-.")+1:],
+		"authorization", "key", "apikey", "token", "secret", "password", "cookie") {
+		return true
+	}
+	return member && oneOf(name[strings.LastIndexAny(name, "_.")+1:],
+		"content", "text", "arguments", "input", "prompt", "messages", "message", "value", "instructions")
+}
+
+// oneOf reports whether s is one of words, ignoring case.
+func oneOf(s string, words ...string) bool {
+	for _, w := range words {
+		if strings.EqualFold(s, w) {
 			return true
 		}
 	}

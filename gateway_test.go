@@ -31,6 +31,13 @@ type env struct {
 func newEnv(t *testing.T, opts ...gateway.Option) *env {
 	t.Helper()
 	fake := upstreamtest.New(t)
+	return newEnvOn(t, fake, upstream.Backends{LocalURL: fake.URL}, opts...)
+}
+
+// newEnvOn is newEnv over the backends b, for a test that needs their keys or
+// other servers than a fake; fake is the env's fake (nil when b names none).
+func newEnvOn(t *testing.T, fake *upstreamtest.Server, b upstream.Backends, opts ...gateway.Option) *env {
+	t.Helper()
 	tokens := auth.MustStatic(
 		[]*auth.Tenant{{ID: "acme"}, {ID: "beta"}},
 		map[string]auth.StaticToken{
@@ -41,7 +48,7 @@ func newEnv(t *testing.T, opts ...gateway.Option) *env {
 	base := []gateway.Option{
 		gateway.WithStore(memstore.New()),
 		gateway.WithTokenCatalog(tokens),
-		gateway.WithBackends(upstream.Backends{LocalURL: fake.URL}),
+		gateway.WithBackends(b),
 		gateway.WithLogger(slog.New(slog.DiscardHandler)),
 		gateway.WithRateLimit(1000, 1000),
 	}
@@ -56,6 +63,7 @@ func newEnv(t *testing.T, opts ...gateway.Option) *env {
 
 type call struct {
 	method, path, token, user, body string
+	header                          http.Header // more request headers
 }
 
 func (e *env) do(t *testing.T, c call) (*http.Response, []byte) {
@@ -76,6 +84,9 @@ func (e *env) do(t *testing.T, c call) (*http.Response, []byte) {
 	}
 	if c.body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range c.header {
+		req.Header[k] = vs
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -101,7 +102,11 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 		attrs[n] = slog.String("code", string(e.Code))
 		n++
 		if e.Cause != nil {
-			attrs[n] = slog.String("cause", e.Cause.Error())
+			// Causes are the gateway's own words by construction; one may
+			// still wrap outside text (a decoder's error, a panic's value),
+			// so it goes through redact, which a successful request never
+			// reaches.
+			attrs[n] = slog.String("cause", redact.Error(e.Cause))
 			n++
 		}
 	}

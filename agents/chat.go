@@ -12,6 +12,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/tools"
@@ -143,7 +144,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *fi
 		}
 		httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), level, "agents: answer not completed",
 			slog.String("agent", rn.agent.Name), slog.Bool("committed", committed),
-			slog.Bool("stream", res.Stream), slog.Bool("started", res.Started), slog.Any("error", res.Err))
+			slog.Bool("stream", res.Stream), slog.Bool("started", res.Started), slog.String("error", redact.Error(res.Err)))
 	}
 }
 

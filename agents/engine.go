@@ -16,6 +16,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/tools"
@@ -364,7 +365,7 @@ func readJSON(resp *upstream.Response, withTools bool, limit int64) (ans *answer
 	case !json.Valid(b):
 		return nil, -1, readFailure(errors.New("agents: upstream answer is not JSON"))
 	case relay.IsErrorObject(b):
-		return nil, -1, readFailure(fmt.Errorf("agents: upstream answered an error object: %.512s", b))
+		return nil, -1, readFailure(fmt.Errorf("agents: upstream answered an error object: %s", redact.Body(b)))
 	}
 	var cp wire.Completion
 	_ = json.Unmarshal(b, &cp)
@@ -420,7 +421,7 @@ func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, 
 		}
 		if relay.IsErrorObject(ev.Data) {
 			resp.Body.Close()
-			return nil, usedTokens(usage), readFailure(fmt.Errorf("agents: upstream sent an error event: %.512s", ev.Data))
+			return nil, usedTokens(usage), readFailure(fmt.Errorf("agents: upstream sent an error event: %s", redact.Body([]byte(ev.Data))))
 		}
 		var ch wire.Chunk
 		if json.Unmarshal([]byte(ev.Data), &ch) != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
@@ -38,7 +39,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, resp *upstream.R
 		// The turn is stored, but the client did not get the whole
 		// acknowledgement (it went away, or a write failed).
 		httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), slog.LevelWarn,
-			"chat: turn committed but the acknowledgement was not delivered", slog.Any("error", res.Err))
+			"chat: turn committed but the acknowledgement was not delivered", slog.String("error", redact.Error(res.Err)))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -173,7 +174,10 @@ func uploadError(err error, src *guardedBody, head *spill) error {
 	case head.err != nil:
 		return errcat.Internal(head.err)
 	}
-	return &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body is not valid multipart/form-data.", Cause: err}
+	// mime/multipart quotes the client's lines in its errors: the cause keeps
+	// what went wrong, not what was sent.
+	return &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body is not valid multipart/form-data.",
+		Cause: redact.Opaque(err, redact.Quotes(err.Error()))}
 }
 
 // relayAudio streams a successful upstream answer to the client as it is.
@@ -205,7 +209,7 @@ func relayAudio(w http.ResponseWriter, r *http.Request, resp *upstream.Response)
 	w.WriteHeader(status)
 	if _, err := io.Copy(w, body); err != nil {
 		ctx := r.Context()
-		httpx.InfoFrom(ctx).Logger.LogAttrs(ctx, slog.LevelInfo, "audio answer not completed", slog.String("error", err.Error()))
+		httpx.InfoFrom(ctx).Logger.LogAttrs(ctx, slog.LevelInfo, "audio answer not completed", slog.String("error", redact.Error(err)))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -94,6 +95,6 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 	})
 	if !res.Complete {
 		info.Logger.LogAttrs(ctx, slog.LevelInfo, "chat completion not completed",
-			slog.Bool("stream", res.Stream), slog.Bool("started", res.Started), slog.Any("error", res.Err))
+			slog.Bool("stream", res.Stream), slog.Bool("started", res.Started), slog.String("error", redact.Error(res.Err)))
 	}
 }

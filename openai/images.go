@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -16,6 +17,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/store"
@@ -340,8 +342,15 @@ func (m *Images) generate(ctx context.Context, req *genRequest) ([]genImage, jso
 	if err != nil {
 		return nil, nil, errcat.As(err)
 	}
+	// The cause summarises the answer (redact.Body), which an operator needs
+	// to tell an error object from a cut or empty answer, without its text,
+	// which may quote the prompt.
 	bad := func(msg string, cause error) error {
-		return &errcat.Error{Code: errcat.UpstreamError, Message: msg, Cause: cause}
+		summary := fmt.Errorf("openai.generate: upstream answer of %s", redact.Body(raw))
+		if cause != nil {
+			summary = fmt.Errorf("%w: %w", summary, cause)
+		}
+		return &errcat.Error{Code: errcat.UpstreamError, Message: msg, Cause: summary}
 	}
 	var ans struct {
 		Data []struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
@@ -60,24 +59,25 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 		var o outcome
 		var kind string
 		var bodyErr *errcat.Error
+		cause := r.transportCause(t, err)
 		switch {
 		case ctx.Err() != nil:
 			o, kind = outcome{err: callerDone(ctx)}, outcomeCancelled
 		case total.Err() != nil:
-			o, kind = outcome{err: timeoutError(err)}, outcomeTotalTimeout
+			o, kind = outcome{err: timeoutError(cause)}, outcomeTotalTimeout
 		case errors.As(err, &bodyErr): // a streamed body that is not valid (invalidMultipart)
 			o, kind = outcome{err: bodyErr}, outcomeInvalidBody
 		case firstByteTimedOut:
-			o, kind = outcome{err: firstByteTimeout(err), silent: true, retry: true}, outcomeFirstByteTimeout
+			o, kind = outcome{err: firstByteTimeout(cause), silent: true, retry: true}, outcomeFirstByteTimeout
 		default:
-			o, kind = outcome{err: unavailable("no model backend could be reached", err), retry: true}, outcomeConnectError
+			o, kind = outcome{err: unavailable("no model backend could be reached", cause), retry: true}, outcomeConnectError
 		}
-		r.logAttempt(ctx, req, t, n, kind, 0, start, err)
+		r.logAttempt(ctx, req, t, n, kind, 0, start, slog.String("error", r.transportText(err)))
 		return o
 	}
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		r.logAttempt(ctx, req, t, n, outcomeOK, resp.StatusCode, start, nil)
+		r.logAttempt(ctx, req, t, n, outcomeOK, resp.StatusCode, start)
 		return outcome{resp: &Response{
 			StatusCode:  resp.StatusCode,
 			Header:      resp.Header,
@@ -89,7 +89,7 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 
 	// An error body must come quickly too: bound its reading like the headers.
 	bodyTimer := time.AfterFunc(r.backends.FirstByteTimeout, cancel)
-	e := r.answerError(resp, t)
+	e, summary := r.answerError(resp, t)
 	bodyTimer.Stop()
 	cancel()
 	kind := outcomeStatus
@@ -99,7 +99,7 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 	case total.Err() != nil:
 		e, kind = timeoutError(total.Err()), outcomeTotalTimeout
 	}
-	r.logAttempt(ctx, req, t, n, kind, resp.StatusCode, start, nil)
+	r.logAttempt(ctx, req, t, n, kind, resp.StatusCode, start, slog.String("body", summary))
 	retry := kind == outcomeStatus &&
 		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500)
 	return outcome{err: e, answered: kind == outcomeStatus, retry: retry}
@@ -125,9 +125,10 @@ func (r *Router) setHeaders(h http.Header, req *Request, t *target) {
 	h.Set("User-Agent", "chatgw")
 }
 
-// logAttempt logs one attempt and its outcome with the request id. It never logs
-// keys or bodies; transport errors are logged without the request URL.
-func (r *Router) logAttempt(ctx context.Context, req *Request, t *target, n int, kind string, status int, start time.Time, err error) {
+// logAttempt logs one attempt and its outcome with the request id, and
+// detail: the transport error (transportText) or the error answer's body
+// (redact.Body). It never logs keys or bodies.
+func (r *Router) logAttempt(ctx context.Context, req *Request, t *target, n int, kind string, status int, start time.Time, detail ...slog.Attr) {
 	level := slog.LevelInfo
 	if kind != outcomeOK {
 		level = slog.LevelWarn
@@ -150,12 +151,6 @@ func (r *Router) logAttempt(ctx context.Context, req *Request, t *target, n int,
 	if status != 0 {
 		attrs = append(attrs, slog.Int("status", status))
 	}
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		attrs = append(attrs, slog.String("error", r.san.sanitizeKeys(err.Error())))
-	}
+	attrs = append(attrs, detail...)
 	r.log.LogAttrs(ctx, level, "upstream attempt", attrs...)
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/redact"
 )
 
 // payload is a request body that can be sent to several backends, each time with
@@ -99,7 +100,10 @@ func invalidMultipart(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &errcat.Error{Code: errcat.InvalidJSON, Message: "request body is not valid multipart/form-data", Cause: err}
+	// mime/multipart quotes the client's lines in its errors: the cause keeps
+	// what went wrong, not what was sent.
+	return &errcat.Error{Code: errcat.InvalidJSON, Message: "request body is not valid multipart/form-data",
+		Cause: redact.Opaque(err, redact.Quotes(err.Error()))}
 }
 
 // fastModelPrefix is how the gateway starts the JSON bodies it builds.
@@ -272,7 +276,10 @@ func (b *responseBody) mapErr(err error) error {
 	if b.total.Err() != nil {
 		return timeoutError(err)
 	}
-	return &errcat.Error{Code: errcat.UpstreamError, Message: "upstream connection lost", Cause: err}
+	// A misbehaving backend's bytes may be quoted in the error (net/http
+	// reads trailers with net/textproto, which quotes a malformed line).
+	return &errcat.Error{Code: errcat.UpstreamError, Message: "upstream connection lost",
+		Cause: redact.Opaque(err, redact.Quotes(err.Error()))}
 }
 
 // Close closes the upstream body and releases the call's resources.

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/redact"
 )
 
 const (
@@ -55,23 +56,53 @@ func callerDone(ctx context.Context) *errcat.Error {
 // answerError turns a non-2xx answer into the client-visible error: 4xx ->
 // upstream_bad_request with the same status (and Retry-After on 429), anything
 // else -> 502 upstream_error; the message is the sanitised upstream reason.
-// It reads (a bounded part of) and closes the body.
-func (r *Router) answerError(resp *http.Response, t *target) *errcat.Error {
+// It reads (a bounded part of) and closes the body. The message is for the
+// client only: the cause, and summary for the attempt's log line, describe
+// the body with redact.Body, because an upstream's reason may quote the key
+// or the prompt it was sent.
+func (r *Router) answerError(resp *http.Response, t *target) (e *errcat.Error, summary string) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	msg := truncateRunes(r.sanitize(upstreamReason(data)), maxReasonRunes)
 	if msg == "" {
 		msg = fmt.Sprintf("upstream answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
-	cause := fmt.Errorf("backend %s (%s) answered %d", t.provider, t.routerAlias, resp.StatusCode)
+	summary = redact.Body(data)
+	cause := fmt.Errorf("backend %s (%s) answered %d: %s", t.provider, t.routerAlias, resp.StatusCode, summary)
 	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
 		e := &errcat.Error{Code: errcat.UpstreamBadRequest, Status: resp.StatusCode, Message: msg, Cause: cause}
 		if resp.StatusCode == http.StatusTooManyRequests {
 			e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		}
-		return e
+		return e, summary
 	}
-	return &errcat.Error{Code: errcat.UpstreamError, Message: msg, Cause: cause}
+	return &errcat.Error{Code: errcat.UpstreamError, Message: msg, Cause: cause}, summary
+}
+
+// transportText is what a log line says of a failed attempt's transport
+// error: its text without the request URL (the line names the backend),
+// without what the backend sent (net/http quotes the bytes of an answer that
+// is not HTTP into its errors; redact.Quotes drops them) and without the
+// configured API keys.
+func (r *Router) transportText(err error) string {
+	if err == nil { // no headers within the first-byte time-out
+		return "no answer"
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return r.san.sanitizeKeys(redact.Quotes(err.Error()))
+}
+
+// transportCause is err as the cause of an attempt's error: it reads as
+// transportText prefixed with the backend, and unwraps to err, so that
+// errors.Is still finds context.Canceled and the like.
+func (r *Router) transportCause(t *target, err error) error {
+	if err == nil {
+		return nil
+	}
+	return redact.Opaque(err, fmt.Sprintf("backend %s (%s): %s", t.provider, t.routerAlias, r.transportText(err)))
 }
 
 // upstreamReason extracts the reason of an error answer: error.message of an

@@ -189,3 +189,35 @@ func TestCallerDeadlineIsATimeout(t *testing.T) {
 		t.Errorf("status = %d, want 504", got)
 	}
 }
+
+// TestAttemptLogsHoldNoUpstreamText: an error answer is logged as a summary
+// and a transport error without the bytes the backend sent, in the attempt
+// lines and in the error's cause (which the request log line shows).
+func TestAttemptLogsHoldNoUpstreamText(t *testing.T) {
+	t.Parallel()
+	const secret = "SECRETupstream"
+	body := `{"error":{"message":"bad key ` + secret + `","type":"invalid_request_error","code":"invalid_api_key"}}`
+	local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Status: 500, Body: []byte(body)}))
+	cloudA := upstreamtest.NotHTTPURL(t, "garbage "+secret)
+	r, logs := newRouter(t, upstream.Backends{LocalURL: local.URL, CloudAURL: cloudA, CloudBURL: upstreamtest.RefusedURL(t)})
+	_, err := r.Do(t.Context(), &upstream.Request{Alias: "lm-4-scout", Path: "/chat/completions", Body: chatBody("lm-4-scout"), RequestID: "r1"})
+	if e := asErr(t, err); e.Code != errcat.UpstreamError || strings.Contains(e.Cause.Error(), secret) ||
+		!strings.Contains(e.Cause.Error(), "answered 500: 102 bytes, error type=invalid_request_error code=invalid_api_key, sha256:") {
+		t.Errorf("Do() = %v; want upstream_error whose cause summarises the local backend's body", err)
+	}
+	l := logs.String()
+	for _, want := range []string{
+		`"provider":"local","router_alias":"` + scoutLocal + `","outcome":"status","ms":`,
+		`"status":500,"body":"102 bytes, error type=invalid_request_error code=invalid_api_key, sha256:`,
+		`"provider":"cloudA","router_alias":"` + scoutCloudA + `","outcome":"connect_error","ms":`,
+		`"error":"net/http: HTTP/1.x transport connection broken: malformed HTTP status code \"…\""`,
+		`"provider":"cloudB","router_alias":"` + scoutCloudB + `","outcome":"connect_error","ms":`,
+	} {
+		if !strings.Contains(l, want) {
+			t.Errorf("logs lack %s", want)
+		}
+	}
+	if strings.Contains(l, secret) {
+		t.Errorf("logs hold the upstream's text:\n%s", l)
+	}
+}

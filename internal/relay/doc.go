@@ -46,9 +46,10 @@
 //	event: gw.error
 //	data: {"error":{"type":"api_error","code":"upstream_error","message":...,"param":null},"gw_code":"upstream_error"}
 //
-// and no data: [DONE]; the message is the gateway's own, the upstream's detail
-// is only logged. A failure before anything was sent answers the JSON error
-// envelope with its status instead.
+// and no data: [DONE]; the message is the gateway's own, and the log gets
+// only a summary of the upstream's error (redact.Body: length, error type
+// and code, a hash), never its text. A failure before anything was sent
+// answers the JSON error envelope with its status instead.
 //
 // After Options.Keepalive (default 15 s) without an upstream event, the comment
 // ": keepalive" is sent (and again after each further interval).

@@ -17,6 +17,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/jsonscan"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/upstream"
 	sse "github.com/tmaxmax/go-sse"
 )
@@ -82,7 +83,7 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 	case !json.Valid(b):
 		return fail(w, r, nil, errors.New("relay: upstream answer is not JSON"))
 	case IsErrorObject(b[:min(len(b), 256)]):
-		return fail(w, r, nil, fmt.Errorf("relay: upstream answered an error object: %.512s", b))
+		return fail(w, r, nil, fmt.Errorf("relay: upstream answered an error object: %s", redact.Body(b)))
 	}
 	if opts.Capture != nil {
 		opts.Capture.fromJSON(b)
@@ -137,7 +138,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 				break
 			}
 			if IsErrorObject(ev.Data) {
-				failure = fmt.Errorf("relay: upstream sent an error event: %.512s", ev.Data)
+				failure = fmt.Errorf("relay: upstream sent an error event: %s", redact.Body([]byte(ev.Data)))
 				break
 			}
 			if !haveMeta {
@@ -203,7 +204,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 // upstream body says so with an upstream_timeout *errcat.Error) is reported as
 // upstream_timeout.
 func fail(w http.ResponseWriter, r *http.Request, s *SSE, cause error) Result {
-	httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), slog.LevelWarn, "relay failed", slog.String("error", cause.Error()))
+	httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), slog.LevelWarn, "relay failed", slog.String("error", redact.Error(cause)))
 	e := &errcat.Error{
 		Code:    errcat.UpstreamError,
 		Message: "The upstream model failed while answering; the answer is incomplete.",

@@ -7,7 +7,8 @@
 // New starts it on an httptest.Server for a test; NewHandler gives the bare
 // http.Handler for a benchmark command or another server. Answers are
 // precomputed per reply and model, so one fake serves tens of thousands of
-// requests per second.
+// requests per second. RefusedURL and NotHTTPURL give backends that refuse
+// connections or answer with bytes that are not HTTP.
 package upstreamtest
 
 import (

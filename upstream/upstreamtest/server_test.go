@@ -3,7 +3,9 @@ package upstreamtest
 import (
 	"errors"
 	"net"
+	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,5 +34,16 @@ func TestRefusedURLRefusesAndKeepsItsPort(t *testing.T) {
 		if !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Errorf("dial %s: %v; want connection refused", u.Host, err)
 		}
+	}
+}
+
+func TestNotHTTPURLAnswersWhatIsNotHTTP(t *testing.T) {
+	resp, err := http.Post(NotHTTPURL(t, "garbage 42 here")+"/chat/completions", "application/json", strings.NewReader("{}"))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("POST answered %d; want an error", resp.StatusCode)
+	}
+	if !strings.Contains(err.Error(), `malformed HTTP`) || !strings.Contains(err.Error(), `"42"`) {
+		t.Errorf("POST: %v; want net/http's malformed-answer error quoting the answer", err)
 	}
 }

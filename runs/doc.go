@@ -98,7 +98,10 @@
 // (the gateway's configuration and API keys), plus PWD (the directory) and
 // GW_RUN_ID, GW_RUN_REPO (canonical), GW_RUN_WORK_ITEM, GW_TENANT_ID and
 // GW_USER_ID, which replace any inherited value. When the command exits, the
-// rest of its process group is killed too.
+// rest of its process group is killed too. On Linux the kernel also kills the
+// command (SIGKILL, Pdeathsig) when the gateway dies, however it dies; as
+// Pdeathsig fires when the thread that started the command ends, commands are
+// started from one goroutine locked to its thread while any run executes.
 //
 // # Storage and restarts
 //

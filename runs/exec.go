@@ -66,7 +66,7 @@ func (s *Service) execute(a *active) outcome {
 		pw.Close()
 		return o
 	}
-	err = cmd.Start()
+	err = s.starter.start(cmd)
 	pw.Close() // the command holds its own copy
 	if err != nil {
 		s.mu.Unlock()
@@ -155,7 +155,7 @@ func exitOutcome(ps *os.ProcessState, stop stopReason) outcome {
 }
 
 // command builds the command of run a: no shell, in dir, output to out, in
-// a process group of its own.
+// a process group of its own that dies with the gateway (sysProcAttr).
 func (s *Service) command(a *active, dir string, out *os.File) *exec.Cmd {
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Dir = dir
@@ -163,7 +163,7 @@ func (s *Service) command(a *active, dir string, out *os.File) *exec.Cmd {
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	return cmd
 }
 

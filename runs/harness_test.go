@@ -78,6 +78,12 @@ func newEnvOver(t *testing.T, st store.Store, cfg runs.Config) *env {
 		}
 		checkNoLeaks(t)
 	})
+	e.h = routes(svc)
+	return e
+}
+
+// routes serves the handlers of svc under the paths the root wires.
+func routes(svc *runs.Service) http.Handler {
 	r := httprouter.New()
 	for _, rt := range []struct {
 		method, path string
@@ -92,8 +98,7 @@ func newEnvOver(t *testing.T, st store.Store, cfg runs.Config) *env {
 	} {
 		r.Handler(rt.method, rt.path, rt.h)
 	}
-	e.h = r
-	return e
+	return r
 }
 
 // checkNoLeaks fails t when goroutines of package runs outlive Close.

@@ -118,6 +118,7 @@ type Service struct {
 	active   map[string]*active // queued and running runs, by id
 	queue    []*active          // queued runs, oldest first
 	nrunning int                // runs handed to a supervisor
+	starter  *starter           // starts their commands; nil while nrunning is 0
 
 	creates     sync.WaitGroup // Create calls between their closed check and their enqueue
 	supervisors sync.WaitGroup // one per dispatched run
@@ -267,6 +268,9 @@ func (s *Service) dispatchLocked() {
 		a := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
+		if s.starter == nil {
+			s.starter = newStarter()
+		}
 		s.nrunning++
 		s.supervisors.Add(1)
 		go s.supervise(a)
@@ -291,6 +295,12 @@ func (s *Service) supervise(a *active) {
 	delete(s.active, a.rec.ID)
 	s.nrunning--
 	s.dispatchLocked()
+	if s.nrunning == 0 {
+		// Every command it started has been reaped: an idle Service keeps
+		// no goroutine and no thread.
+		s.starter.stop()
+		s.starter = nil
+	}
 	s.mu.Unlock()
 	close(a.done)
 }

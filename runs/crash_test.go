@@ -9,9 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -161,33 +159,4 @@ func TestCrashKillsCommand(t *testing.T) {
 	if !alive(g.child) {
 		t.Errorf("child of the command (pid %d) gone too; Pdeathsig should reach only the command", g.child)
 	}
-}
-
-// TestCommandOutlivesEndedThreads: the thread that started a command may
-// end while the command runs (a goroutine that exits locked to its thread
-// ends it), and Pdeathsig fires on the end of that thread, not of the
-// process. The command must run on until cancelled.
-func TestCommandOutlivesEndedThreads(t *testing.T) {
-	e := newEnv(t, runs.Config{Command: helperCmd(t, "sleep"), KillGrace: time.Minute})
-	r := e.create("", "alice", appRepo, "W-1")
-	e.waitReady("alice", r.ID)
-	endThreads(4 * runtime.GOMAXPROCS(0))
-	if got := e.cancel("", "alice", r.ID); got.Reason != runs.ReasonCancelled+": killed by signal 15 (terminated)" {
-		t.Errorf("run after threads ended: %+v; want cancelled by SIGTERM, not killed by its parent's death", got)
-	}
-}
-
-// endThreads ends n OS threads of the process: each of n goroutines exits
-// while locked to its thread, which the runtime then ends.
-func endThreads(n int) {
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-		}()
-	}
-	wg.Wait()
-	time.Sleep(10 * time.Millisecond) // the threads end after the goroutines
 }

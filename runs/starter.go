@@ -35,8 +35,9 @@ func newStarter() *starter {
 }
 
 // loop starts the commands it is sent until stop. It never unlocks its
-// thread: when loop returns, the runtime ends the thread, which no command
-// started from it outlives (stop is called after they were all reaped).
+// thread: when loop returns, the runtime ends the thread (the main thread it
+// parks for good instead), which no command started from it outlives: stop
+// is called after they were all reaped.
 func (st *starter) loop() {
 	runtime.LockOSThread()
 	defer close(st.done)

@@ -29,7 +29,8 @@
 //	 "work_item":"ISSUE-7","status":"queued","created_at":"2025-03-01T12:00:00Z",
 //	 "started_at"?,"finished_at"?,"exit_code"?,"reason"?,"user_id":"alice"}
 //
-// with times in RFC 3339, UTC. started_at is set when the run starts running,
+// with times in RFC 3339, UTC. started_at is set when the run starts running
+// (its command has started; a run whose command could not start has none),
 // finished_at when it ends; exit_code when its command exited by itself with
 // a code (not when a signal ended it); reason on every run that ended other
 // than succeeded. GET /a1/runs/{id} adds "output", the last OutputTailBytes
@@ -73,11 +74,15 @@
 //
 //	queued  -> running    a slot is free (at most Config.MaxRunning, default 4,
 //	                      run at once over all tenants; the rest start in
-//	                      creation order)
+//	                      creation order) and the command has started
 //	queued  -> cancelled  cancel (at once; reason ReasonCancelledQueued)
+//	queued  -> failed     the command could not start (ReasonStartFailed,
+//	                      ReasonWorkDirFailed), or the run could not be
+//	                      stored as running (ReasonStorageAtStart; the
+//	                      command is killed at once)
 //	running -> succeeded  the command exited 0
-//	running -> failed     another exit code ("exit code 3"), a signal
-//	                      ("killed by signal 9 (killed)"), or it could not start
+//	running -> failed     another exit code ("exit code 3") or a signal
+//	                      ("killed by signal 9 (killed)")
 //	running -> cancelled  cancel: SIGTERM to the process group, SIGKILL after
 //	                      Config.KillGrace (default 5 s); whatever the exit
 //	                      (reason "cancelled by request: <how it ended>")

@@ -112,6 +112,7 @@ type Service struct {
 	argv       []string // the command; nil when the coding-agent runtime is disabled
 	grace      time.Duration
 	maxRunning int
+	boot       string // the kernel's boot id: start times of processes count from it
 
 	mu       sync.Mutex
 	closed   bool
@@ -173,7 +174,7 @@ func New(c Config) (*Service, error) {
 	}
 	s := &Service{
 		st: c.Store, clk: c.Clock, log: c.Logger, argv: argv,
-		grace: c.KillGrace, maxRunning: c.MaxRunning,
+		grace: c.KillGrace, maxRunning: c.MaxRunning, boot: bootID(),
 		active: map[string]*active{},
 	}
 	if argv != nil {

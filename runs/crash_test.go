@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -104,32 +105,44 @@ func startGateway(t *testing.T, db string) gateway {
 			}
 		}
 	})
+	for _, l := range readUntil(t, out, "ready", &stderr) {
+		_, _ = fmt.Sscanf(l, "run %s", &g.runID)
+		_, _ = fmt.Sscanf(l, "leader %d", &g.leader)
+		_, _ = fmt.Sscanf(l, "child %d", &g.child)
+	}
+	return g
+}
+
+// readUntil returns the lines read from r before the line until, and reads
+// (and drops) the rest in the background. It fails t when r ends first or
+// after 20 s; stderr, the writer's error output, is then shown.
+func readUntil(t *testing.T, r io.Reader, until string, stderr fmt.Stringer) []string {
+	t.Helper()
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
-		for sc := bufio.NewScanner(out); sc.Scan(); {
+		for sc := bufio.NewScanner(r); sc.Scan(); {
 			lines <- sc.Text()
 		}
 	}()
+	var got []string
 	timeout := time.After(20 * time.Second)
 	for {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("gateway ended before its run was ready; stderr: %s", &stderr)
+				t.Fatalf("output ended before %q: %q; stderr: %s", until, got, stderr)
 			}
-			if l == "ready" {
-				go func() { // the pipe stays open until the gateway dies
+			if l == until {
+				go func() {
 					for range lines {
 					}
 				}()
-				return g
+				return got
 			}
-			_, _ = fmt.Sscanf(l, "run %s", &g.runID)
-			_, _ = fmt.Sscanf(l, "leader %d", &g.leader)
-			_, _ = fmt.Sscanf(l, "child %d", &g.child)
+			got = append(got, l)
 		case <-timeout:
-			t.Fatalf("gateway: no ready run after 20 s; stderr: %s", &stderr)
+			t.Fatalf("no %q after 20 s: %q; stderr: %s", until, got, stderr)
 		}
 	}
 }
@@ -146,17 +159,36 @@ func (g gateway) crash(t *testing.T) {
 	}
 }
 
-// TestCrashKillsCommand: when the gateway dies, the kernel kills the run's
-// command (Pdeathsig). Not what the command started, though: that is for the
-// next start to kill.
-func TestCrashKillsCommand(t *testing.T) {
-	g := startGateway(t, filepath.Join(t.TempDir(), "gateway.db"))
+// TestCrashAndRestart: a gateway process is SIGKILLed while a run's command
+// (which started a child in its process group) runs. The kernel kills the
+// command at once (Pdeathsig), but not the child; the next start kills the
+// child before it marks the run failed, and the work item is then free.
+func TestCrashAndRestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "gateway.db")
+	g := startGateway(t, db)
 	if g.runID == "" || g.leader <= 0 || g.child <= 0 {
 		t.Fatalf("gateway %+v: run or pids missing", g)
 	}
 	g.crash(t)
 	waitGone(t, g.leader, "command of the crashed gateway")
 	if !alive(g.child) {
-		t.Errorf("child of the command (pid %d) gone too; Pdeathsig should reach only the command", g.child)
+		t.Fatalf("child of the command (pid %d) gone before the restart; Pdeathsig should reach only the command", g.child)
+	}
+
+	st, err := boltstore.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := newEnvOver(t, st, runs.Config{Command: helperCmd(t, "exit", "0")})
+	if alive(g.child) { // New waits until what it killed has ended
+		t.Errorf("child of the crashed gateway's command (pid %d) still runs after New", g.child)
+	}
+	got := e.get("", "alice", g.runID)
+	if got.Status != runs.StatusFailed || got.Reason != runs.ReasonRestartedRunning || got.StartedAt == nil || got.FinishedAt == nil {
+		t.Errorf("run after the restart: %+v; want failed, %q", got, runs.ReasonRestartedRunning)
+	}
+	if again := e.waitDone("alice", e.create("", "alice", appRepo, "W-1").ID); again.Status != runs.StatusSucceeded {
+		t.Errorf("new run of the work item: %+v", again)
 	}
 }

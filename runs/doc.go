@@ -87,7 +87,8 @@
 //	                      Config.KillGrace (default 5 s); whatever the exit
 //	                      (reason "cancelled by request: <how it ended>")
 //	active  -> failed     Close (ReasonShutdown, ReasonShutdownQueued) or a
-//	                      restart (ReasonRestartedRunning, ReasonRestartedQueued)
+//	                      restart (ReasonRestartedRunning, ReasonRestartedQueued;
+//	                      after what the run left running has been killed)
 //
 // succeeded, failed and cancelled are final. Cancelling a final run changes
 // nothing and answers 200 with the run as it is (the spec has no code for
@@ -116,8 +117,22 @@
 // leaves the stored state as it was. A supervisor's own writes (running,
 // the final state) are retried a few times; one that still fails leaves the
 // run active in the store (and its work item busy) until a cancel or the
-// next start ends it. New marks the runs an earlier process left queued or
-// running failed, and Close kills what runs and marks it failed, so no run
-// stays active across a restart. After Close, POST /a1/runs answers 500
-// internal_error; the reads keep working while the store is open.
+// next start ends it. Close kills what runs and marks it failed. After Close,
+// POST /a1/runs answers 500 internal_error; the reads keep working while the
+// store is open.
+//
+// A run is stored as running together with its command's pid, process group
+// and start time (Linux: field 22 of /proc/<pid>/stat) and the boot id. When
+// the gateway dies without Close, the kernel kills the command (Pdeathsig)
+// but not what it started. So New, before it returns, looks for what the
+// runs left queued or running by an earlier process still have running: the
+// command (same pid and start time: a recycled pid is never taken for it)
+// and the processes that inherited the run's GW_RUN_ID in its process group.
+// It SIGKILLs their process groups, waits until they have ended (at most
+// 5 s), and only then marks the runs failed, with ReasonRestartedRunning
+// (ReasonRestartedQueued for a run that never started), which frees their
+// work items: no new run of a work item is accepted while a process of the
+// old one may still run. A run whose processes outlive the wait stays
+// active and its work item busy. Without /proc (not Linux), nothing is
+// killed and the runs are marked failed as before.
 package runs

@@ -3,7 +3,9 @@ package runs
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -23,4 +25,17 @@ func StoredProc(st store.Store, tenant, id string) (*Proc, error) {
 		return err
 	})
 	return p, err
+}
+
+// StoreRun stores run id of tenant and user for repo and workItem as a
+// gateway process that died would have left it: queued when p is nil, else
+// running with command p.
+func StoreRun(st store.Store, tenant, user, repo, workItem, id string, p *Proc) error {
+	s := &Service{st: st, clk: clock.NewFake(time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))}
+	rec, err := s.insert(context.Background(), record{ID: id, Tenant: tenant, User: user,
+		Runtime: RuntimeCodingAgent, Repo: repo, WorkItem: workItem, Status: StatusQueued, CreatedAt: s.clk.Now()})
+	if err != nil || p == nil {
+		return err
+	}
+	return s.markRunning(&active{rec: rec}, p)
 }

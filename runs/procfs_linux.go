@@ -55,3 +55,40 @@ func bootID() string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// listStats returns the stat of every process; those that end while being
+// read are left out.
+func listStats() ([]procStat, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("runs: list processes: %w", err)
+	}
+	stats := make([]procStat, 0, len(ents))
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if st, err := readStat(pid); err == nil {
+			stats = append(stats, st)
+		}
+	}
+	return stats, nil
+}
+
+// runIDsOf returns the values of GW_RUN_ID in the environment process pid
+// was started with; none when it cannot be read (another user's process, or
+// one that ended).
+func runIDsOf(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if id, ok := bytes.CutPrefix(kv, []byte(EnvRunID+"=")); ok {
+			ids = append(ids, string(id))
+		}
+	}
+	return ids
+}

@@ -18,3 +18,7 @@ var errNoProcfs = errors.New("runs: no /proc on this system")
 func readStat(pid int) (procStat, error) { return procStat{}, errNoProcfs }
 
 func bootID() string { return "" }
+
+func listStats() ([]procStat, error) { return nil, errNoProcfs }
+
+func runIDsOf(pid int) []string { return nil }

@@ -149,9 +149,13 @@ type active struct {
 }
 
 // New returns a Service over c. Runs the store holds as queued or running
-// were interrupted by the end of an earlier process: New marks them failed
-// (ReasonRestartedRunning, ReasonRestartedQueued) in one transaction, and
-// returns the store's error if that fails.
+// were interrupted by the end of an earlier process: New first kills what
+// they left running (their process groups, found by pid and start time, see
+// recover.go) and waits until it has ended, for at most 5 s, then marks them
+// failed in one transaction (ReasonRestartedRunning, or
+// ReasonRestartedQueued for a run that never started), and returns the
+// store's error if that fails. A run whose processes outlive the wait stays
+// active, its work item busy (agent_busy), and is logged.
 func New(c Config) (*Service, error) {
 	if c.Store == nil {
 		return nil, errors.New("runs.New: Config.Store is nil")

@@ -258,47 +258,6 @@ func (s *Service) failQueued(qs []*active) error {
 	})
 }
 
-// recoverInterrupted marks failed every run the store holds as active: no run
-// of this process exists yet, so they were left by one that ended.
-func (s *Service) recoverInterrupted(ctx context.Context) error {
-	now := s.clk.Now().UTC()
-	return s.st.Update(ctx, func(tx store.Tx) error {
-		type ref struct{ tenant, id string }
-		var refs []ref
-		err := tx.Scan(bucketActive, nil, false, func(k, v []byte) (bool, error) {
-			tenant, _, err := store.ReadString(k)
-			if err != nil {
-				return false, fmt.Errorf("runs: active key %x: %w", k, err)
-			}
-			refs = append(refs, ref{tenant, string(v)})
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range refs {
-			rec, ok, err := getRecord(tx, r.tenant, r.id)
-			if err != nil {
-				return err
-			}
-			if !ok || !rec.isActive() { // a dangling index entry: drop it
-				if err := deleteActiveOf(tx, r.tenant, r.id); err != nil {
-					return err
-				}
-				continue
-			}
-			reason := ReasonRestartedQueued
-			if rec.Status == StatusRunning {
-				reason = ReasonRestartedRunning
-			}
-			if err := end(tx, rec, StatusFailed, reason, nil, now, nil, false); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
 // deleteActiveOf removes the active entries of tenant that name id.
 func deleteActiveOf(tx store.Tx, tenant, id string) error {
 	var keys [][]byte

@@ -87,6 +87,28 @@ func TestRecoverLeftovers(t *testing.T) {
 	}
 }
 
+// TestCancelStaleKills: cancelling an active run that no process of this
+// Service runs (one left by an earlier process, which New did not end) kills
+// what it still runs before the work item is freed.
+func TestCancelStaleKills(t *testing.T) {
+	e := newEnv(t, runs.Config{Command: helperCmd(t, "exit", "0")})
+	const id = "run_0123456789abcdef0123456789abcdef"
+	tr := startTree(t, id)
+	p := tr.proc(t)
+	tr.killLeader(t) // the command died with its gateway; its child lives on
+	if err := runs.StoreRun(e.st, "acme", "alice", appRepo, "W-1", id, p); err != nil {
+		t.Fatal(err)
+	}
+	got := e.cancel("", "alice", id)
+	if got.Status != runs.StatusCancelled || got.Reason != runs.ReasonCancelled {
+		t.Errorf("cancel answered %+v, want cancelled (%s)", got, runs.ReasonCancelled)
+	}
+	if alive(tr.child) { // the answer comes once it has ended
+		t.Errorf("child of the stale run's command (pid %d) still runs after the cancel", tr.child)
+	}
+	e.waitDone("alice", e.create("", "alice", appRepo, "W-1").ID)
+}
+
 // tree is a "tree" helper started by a test: a command in a process group of
 // its own, and its child.
 type tree struct {

@@ -37,6 +37,9 @@ func TestRuntimes(t *testing.T) {
 
 func TestCanonicalRepo(t *testing.T) {
 	long := "https://github.com/" + strings.Repeat("a", runs.MaxRepoBytes)
+	// Escaping makes each byte of é three: 21 + 5 + 337*6 = MaxRepoBytes.
+	fits := "https://github.com/a/xxxxx" + strings.Repeat("é", 337)
+	fitsCanonical := "https://github.com/a/xxxxx" + strings.Repeat("%c3%a9", 337)
 	for _, tt := range []struct {
 		in, want string // want "" means rejected
 	}{
@@ -85,6 +88,11 @@ func TestCanonicalRepo(t *testing.T) {
 		{"https://github.com/acme/app\n", ""},
 		{"https://github.com/acme/%zz", ""},
 		{long, ""},
+		{fits, fitsCanonical},
+		{fits + "x", ""}, // the canonical form would be over MaxRepoBytes
+		{"https://github.com/acme/\xff", ""},
+		{"https://github.com/acme/a\xc3", ""},
+		{"http://x.io/ab/" + strings.Repeat("\x80", 238), ""}, // once 2,157 bytes of %ef%bf%bd
 	} {
 		got, ok := runs.CanonicalRepo(tt.in)
 		if got != tt.want || ok != (tt.want != "") {
@@ -107,6 +115,9 @@ func FuzzCanonicalRepo(f *testing.F) {
 		}
 		if c != strings.ToLower(c) {
 			t.Errorf("CanonicalRepo(%q) = %q: not lower case", raw, c)
+		}
+		if len(c) > runs.MaxRepoBytes {
+			t.Errorf("CanonicalRepo(%q) is %d bytes, over MaxRepoBytes", raw, len(c))
 		}
 		if again, ok := runs.CanonicalRepo(c); !ok || again != c {
 			t.Errorf("CanonicalRepo(%q) = %q, but CanonicalRepo of that = %q, %v", raw, c, again, ok)

@@ -29,7 +29,8 @@
 //	 "work_item":"ISSUE-7","status":"queued","created_at":"2025-03-01T12:00:00Z",
 //	 "started_at"?,"finished_at"?,"exit_code"?,"reason"?,"user_id":"alice"}
 //
-// with times in RFC 3339, UTC. started_at is set when the run starts running,
+// with times in RFC 3339, UTC. started_at is set when the run starts running
+// (its command has started; a run whose command could not start has none),
 // finished_at when it ends; exit_code when its command exited by itself with
 // a code (not when a signal ended it); reason on every run that ended other
 // than succeeded. GET /a1/runs/{id} adds "output", the last OutputTailBytes
@@ -73,16 +74,21 @@
 //
 //	queued  -> running    a slot is free (at most Config.MaxRunning, default 4,
 //	                      run at once over all tenants; the rest start in
-//	                      creation order)
+//	                      creation order) and the command has started
 //	queued  -> cancelled  cancel (at once; reason ReasonCancelledQueued)
+//	queued  -> failed     the command could not start (ReasonStartFailed,
+//	                      ReasonWorkDirFailed), or the run could not be
+//	                      stored as running (ReasonStorageAtStart; the
+//	                      command is killed at once)
 //	running -> succeeded  the command exited 0
-//	running -> failed     another exit code ("exit code 3"), a signal
-//	                      ("killed by signal 9 (killed)"), or it could not start
+//	running -> failed     another exit code ("exit code 3") or a signal
+//	                      ("killed by signal 9 (killed)")
 //	running -> cancelled  cancel: SIGTERM to the process group, SIGKILL after
 //	                      Config.KillGrace (default 5 s); whatever the exit
 //	                      (reason "cancelled by request: <how it ended>")
 //	active  -> failed     Close (ReasonShutdown, ReasonShutdownQueued) or a
-//	                      restart (ReasonRestartedRunning, ReasonRestartedQueued)
+//	                      restart (ReasonRestartedRunning, ReasonRestartedQueued;
+//	                      after what the run left running has been killed)
 //
 // succeeded, failed and cancelled are final. Cancelling a final run changes
 // nothing and answers 200 with the run as it is (the spec has no code for
@@ -98,7 +104,10 @@
 // (the gateway's configuration and API keys), plus PWD (the directory) and
 // GW_RUN_ID, GW_RUN_REPO (canonical), GW_RUN_WORK_ITEM, GW_TENANT_ID and
 // GW_USER_ID, which replace any inherited value. When the command exits, the
-// rest of its process group is killed too.
+// rest of its process group is killed too. On Linux the kernel also kills the
+// command (SIGKILL, Pdeathsig) when the gateway dies, however it dies; as
+// Pdeathsig fires when the thread that started the command ends, commands are
+// started from one goroutine locked to its thread while any run executes.
 //
 // # Storage and restarts
 //
@@ -108,8 +117,22 @@
 // leaves the stored state as it was. A supervisor's own writes (running,
 // the final state) are retried a few times; one that still fails leaves the
 // run active in the store (and its work item busy) until a cancel or the
-// next start ends it. New marks the runs an earlier process left queued or
-// running failed, and Close kills what runs and marks it failed, so no run
-// stays active across a restart. After Close, POST /a1/runs answers 500
-// internal_error; the reads keep working while the store is open.
+// next start ends it. Close kills what runs and marks it failed. After Close,
+// POST /a1/runs answers 500 internal_error; the reads keep working while the
+// store is open.
+//
+// A run is stored as running together with its command's pid, process group
+// and start time (Linux: field 22 of /proc/<pid>/stat) and the boot id. When
+// the gateway dies without Close, the kernel kills the command (Pdeathsig)
+// but not what it started. So New, before it returns, looks for what the
+// runs left queued or running by an earlier process still have running: the
+// command (same pid and start time: a recycled pid is never taken for it)
+// and the processes that inherited the run's GW_RUN_ID in its process group.
+// It SIGKILLs their process groups, waits until they have ended (at most
+// 5 s), and only then marks the runs failed, with ReasonRestartedRunning
+// (ReasonRestartedQueued for a run that never started), which frees their
+// work items: no new run of a work item is accepted while a process of the
+// old one may still run. A run whose processes outlive the wait stays
+// active and its work item busy. Without /proc (not Linux), nothing is
+// killed and the runs are marked failed as before.
 package runs

@@ -35,16 +35,14 @@ type outcome struct {
 
 // execute runs the command of the dispatched run a to its end and says how it
 // ended. Every failure to start becomes a failed outcome (the cause is logged).
+//
+// The run stays queued in the store until its command has started: it is
+// marked running together with the command's identity (pid, process group,
+// start time) in one transaction, so that a run stored as running always
+// names the processes a later start must kill if this process dies.
 func (s *Service) execute(a *active) outcome {
 	if o, stopped := s.stoppedBeforeStart(a); stopped {
 		return o
-	}
-	if err := s.markRunning(a); errors.Is(err, errNotQueued) {
-		// Cancelled in the store before it was queued here: finish leaves it.
-		return outcome{status: StatusFailed, reason: reasonNoLongerQueued}
-	} else if err != nil {
-		s.log.Error("runs: run not marked running", "run_id", a.rec.ID, "err", err)
-		return outcome{status: StatusFailed, reason: ReasonStorageAtStart}
 	}
 	dir, err := os.MkdirTemp("", "gw-run-")
 	if err != nil {
@@ -59,54 +57,105 @@ func (s *Service) execute(a *active) outcome {
 	}
 	defer pr.Close()
 	cmd := s.command(a, dir, pw)
-
-	s.mu.Lock()
-	if o, stopped := stoppedOutcome(a.stop); stopped {
-		s.mu.Unlock()
-		pw.Close()
+	if o, started := s.startCommand(a, cmd, pw); !started {
 		return o
 	}
-	err = cmd.Start()
-	pw.Close() // the command holds its own copy
-	if err != nil {
-		s.mu.Unlock()
-		s.log.Error("runs: command not started", "run_id", a.rec.ID, "err", err)
-		return outcome{status: StatusFailed, reason: ReasonStartFailed}
-	}
-	pid := cmd.Process.Pid
-	a.pid = pid
-	s.mu.Unlock()
-
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		_, _ = io.Copy(a.out, pr)
 	}()
+	notMarked, marked := s.markStarted(a, cmd.Process.Pid)
 	_ = cmd.Wait() // the exit status is in cmd.ProcessState
+	stop := s.reaped(a)
+	// Whatever the command left behind in its process group goes with it.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	s.drain(a, pr, copied)
 
+	o := notMarked
+	if marked {
+		o = exitOutcome(cmd.ProcessState, stop)
+	}
+	o.output, o.truncated = a.out.snapshot()
+	return o
+}
+
+// startCommand starts cmd, the command of a, unless a was stopped meanwhile,
+// and closes pw, the write end of its output, either way.
+func (s *Service) startCommand(a *active, cmd *exec.Cmd, pw *os.File) (outcome, bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer pw.Close() // the command holds its own copy
+	if o, stopped := stoppedOutcome(a.stop); stopped {
+		return o, false
+	}
+	if err := s.starter.start(cmd); err != nil {
+		s.log.Error("runs: command not started", "run_id", a.rec.ID, "err", err)
+		return outcome{status: StatusFailed, reason: ReasonStartFailed}, false
+	}
+	a.pid = cmd.Process.Pid
+	return outcome{}, true
+}
+
+// markStarted stores a as running with the identity of its command pid. When
+// that fails, the command is killed (it must not run where a restart could
+// not find it) and the outcome to report is returned with false.
+func (s *Service) markStarted(a *active, pid int) (outcome, bool) {
+	err := s.markRunning(a, s.identify(pid))
+	if err == nil {
+		return outcome{}, true
+	}
+	s.mu.Lock()
+	s.killLocked(a, syscall.SIGKILL)
+	s.mu.Unlock()
+	if errors.Is(err, errNotQueued) {
+		// Ended in the store meanwhile (a later process recovered it):
+		// finish leaves that state.
+		return outcome{status: StatusFailed, reason: reasonNoLongerQueued}, false
+	}
+	s.log.Error("runs: run not marked running; its command was killed", "run_id", a.rec.ID, "err", err)
+	return outcome{status: StatusFailed, reason: ReasonStorageAtStart}, false
+}
+
+// identify returns the identity of the command pid of this Service, which
+// must not have been reaped yet (so that pid is still its own).
+func (s *Service) identify(pid int) *proc {
+	p := &proc{PID: pid, PGID: pid, Boot: s.boot} // Setpgid: the command leads its group
+	st, err := readStat(pid)
+	if err != nil {
+		s.log.Warn("runs: start time of a command unknown; a restart will not kill what it leaves", "pid", pid, "err", err)
+		return p
+	}
+	p.PGID, p.Start = st.pgid, st.start
+	return p
+}
+
+// reaped records that the command of a has been reaped (no signal may be sent
+// to its pid any more) and returns why it was asked to stop.
+func (s *Service) reaped(a *active) stopReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	a.exited = true
 	if a.killTimer != nil {
 		a.killTimer.Stop()
 	}
-	stop := a.stop
-	s.mu.Unlock()
-	// Whatever the command left behind in its process group goes with it.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	drain := time.NewTimer(outputDrain)
+	return a.stop
+}
+
+// drain waits until the output of a's command, read from pr, is copied
+// (copied closed), but at most outputDrain: a process that left the group may
+// hold the pipe open.
+func (s *Service) drain(a *active, pr *os.File, copied <-chan struct{}) {
+	t := time.NewTimer(outputDrain)
+	defer t.Stop()
 	select {
 	case <-copied:
-	case <-drain.C:
+	case <-t.C:
 		s.log.Warn("runs: output still open after the command ended; a process outside its group holds it",
 			"run_id", a.rec.ID)
 		pr.Close() // stop reading
 		<-copied
 	}
-	drain.Stop()
-
-	o := exitOutcome(cmd.ProcessState, stop)
-	o.output, o.truncated = a.out.snapshot()
-	return o
 }
 
 // stoppedBeforeStart reports the outcome of a run stopped while it waited to
@@ -155,7 +204,7 @@ func exitOutcome(ps *os.ProcessState, stop stopReason) outcome {
 }
 
 // command builds the command of run a: no shell, in dir, output to out, in
-// a process group of its own.
+// a process group of its own that dies with the gateway (sysProcAttr).
 func (s *Service) command(a *active, dir string, out *os.File) *exec.Cmd {
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Dir = dir
@@ -163,7 +212,7 @@ func (s *Service) command(a *active, dir string, out *os.File) *exec.Cmd {
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	return cmd
 }
 

@@ -16,19 +16,20 @@ import (
 func TestExitStatus(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-agent")
 	for _, tt := range []struct {
-		name    string
-		command string
-		want    run
+		name       string
+		command    string
+		want       run
+		notStarted bool // the command never ran: no started_at
 	}{
 		{"exit 0", helperCmd(t, "exit", "0"), run{Status: runs.StatusSucceeded, ExitCode: ptr(0),
-			Output: ptr("out line\nerr line\n")}},
+			Output: ptr("out line\nerr line\n")}, false},
 		{"exit 3", helperCmd(t, "exit", "3"), run{Status: runs.StatusFailed, ExitCode: ptr(3), Reason: "exit code 3",
-			Output: ptr("out line\nerr line\n")}},
+			Output: ptr("out line\nerr line\n")}, false},
 		{"exit 255", helperCmd(t, "exit", "255"), run{Status: runs.StatusFailed, ExitCode: ptr(255), Reason: "exit code 255",
-			Output: ptr("out line\nerr line\n")}},
-		{"missing program", missing + " arg", run{Status: runs.StatusFailed, Reason: runs.ReasonStartFailed, Output: ptr("")}},
+			Output: ptr("out line\nerr line\n")}, false},
+		{"missing program", missing + " arg", run{Status: runs.StatusFailed, Reason: runs.ReasonStartFailed, Output: ptr("")}, true},
 		{"missing program in PATH", "no-such-agent-in-path-4711", run{Status: runs.StatusFailed, Reason: runs.ReasonStartFailed,
-			Output: ptr("")}},
+			Output: ptr("")}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, runs.Config{Command: tt.command})
@@ -37,6 +38,9 @@ func TestExitStatus(t *testing.T) {
 			want := tt.want
 			want.ID, want.Runtime, want.Repo, want.WorkItem, want.UserID = r.ID, "coding-agent", appRepo, "W-1", "alice"
 			want.CreatedAt, want.StartedAt, want.FinishedAt, want.OutputTruncated = t0, &t0, &t0, ptr(false)
+			if tt.notStarted {
+				want.StartedAt = nil
+			}
 			diffT(t, "run", want, got)
 		})
 	}

@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,6 +80,12 @@ func newEnvOver(t *testing.T, st store.Store, cfg runs.Config) *env {
 		}
 		checkNoLeaks(t)
 	})
+	e.h = routes(svc)
+	return e
+}
+
+// routes serves the handlers of svc under the paths the root wires.
+func routes(svc *runs.Service) http.Handler {
 	r := httprouter.New()
 	for _, rt := range []struct {
 		method, path string
@@ -92,8 +100,7 @@ func newEnvOver(t *testing.T, st store.Store, cfg runs.Config) *env {
 	} {
 		r.Handler(rt.method, rt.path, rt.h)
 	}
-	e.h = r
-	return e
+	return r
 }
 
 // checkNoLeaks fails t when goroutines of package runs outlive Close.
@@ -356,4 +363,27 @@ func diffT(t *testing.T, what string, want, got any, opts ...cmp.Option) {
 	if diff := cmp.Diff(want, got, opts...); diff != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
 	}
+}
+
+// cutStore is a store a test can cut off from the Service that uses it, as
+// it is from a process that died: after cut, its writes fail.
+type cutStore struct {
+	store.Store
+	cut atomic.Bool
+}
+
+var errCut = errors.New("cut off: the process is dead")
+
+func (c *cutStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if c.cut.Load() {
+		return errCut
+	}
+	return c.Store.Update(ctx, fn)
+}
+
+func (c *cutStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	if c.cut.Load() {
+		return errCut
+	}
+	return c.Store.Batch(ctx, fn)
 }

@@ -45,6 +45,10 @@ var envNames = []string{"GW_RUN_ID", "GW_RUN_REPO", "GW_RUN_WORK_ITEM", "GW_TENA
 //	grandchild    start "sleep" as a child in the same process group, print
 //	              "child <pid>" and "ready", sleep
 //	orphan        start "sleep" as a child, print "child <pid>", exit 0
+//	tree          start "sleep" as a child in the same process group, print
+//	              "leader <own pid>", "child <pid>" and "ready", sleep
+//	gateway DB CMD...
+//	              a gateway that crashes: see helperGateway
 func helper(args []string) int {
 	switch args[0] {
 	case "exit":
@@ -104,6 +108,17 @@ func helper(args []string) int {
 		<-c
 		fmt.Println("got SIGTERM")
 		return 0
+	case "tree":
+		exe, _ := os.Executable()
+		child := exec.Command(exe, helperArg, "sleep")
+		if err := child.Start(); err != nil {
+			return 20
+		}
+		fmt.Printf("leader %d\nchild %d\nready\n", os.Getpid(), child.Process.Pid)
+		time.Sleep(time.Hour)
+		return 0
+	case "gateway":
+		return helperGateway(args[1], args[2:])
 	case "grandchild", "orphan":
 		exe, _ := os.Executable()
 		child := exec.Command(exe, helperArg, "sleep")

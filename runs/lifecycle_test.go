@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/runs"
+	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/boltstore"
 	"github.com/chatgw/gateway/store/memstore"
 )
@@ -48,17 +49,28 @@ func TestConcurrencyLimit(t *testing.T) {
 
 // TestRestart: runs that were active when a process ended are failed by the
 // next Service over the store, and the old process cannot overwrite that.
+//
+// The old process "dies" by losing its store (its Service lives on, and so
+// does its running command, as when Pdeathsig is not there to kill it): the
+// new Service must kill that command. The store comes back before the old
+// Service ends, to show its late writes change nothing.
 func TestRestart(t *testing.T) {
 	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
-	first := newEnvOver(t, st, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
+	cs := &cutStore{Store: st}
+	first := newEnvOver(t, cs, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
 	running := first.create("", "alice", appRepo, "W-1")
 	first.waitReady("alice", running.ID)
 	queued := first.create("", "bob", appRepo, "W-2")
 	done := first.create("globex", "carol", appRepo, "W-3") // queued, then cancelled: final
 	first.cancel("globex", "carol", done.ID)
+	pid := commandPid(t, st, "acme", running.ID)
 
+	cs.cut.Store(true)
 	second := newEnvOver(t, st, runs.Config{Command: helperCmd(t, "exit", "0")})
+	if alive(pid) {
+		t.Errorf("command of the dead process (pid %d) still runs after New", pid)
+	}
 	for _, tt := range []struct {
 		tenant, user, id string
 		status, reason   string
@@ -78,6 +90,7 @@ func TestRestart(t *testing.T) {
 	second.waitDone("alice", again.ID)
 
 	// The old process ends: its final write leaves the recovered state.
+	cs.cut.Store(false)
 	if err := first.svc.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +103,15 @@ func TestRestart(t *testing.T) {
 }
 
 // TestRestartBolt: recovery over the bbolt store, and what it stored read
-// back after the file is reopened.
+// back after the file is reopened. The old process dies as in TestRestart.
 func TestRestartBolt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gateway.db")
 	db, err := boltstore.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := newEnvOver(t, db, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
+	cs := &cutStore{Store: db}
+	first := newEnvOver(t, cs, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
 	running := first.create("", "alice", appRepo, "W-1")
 	first.waitReady("alice", running.ID)
 	queued := first.create("", "alice", appRepo, "W-2")
@@ -118,12 +132,18 @@ func TestRestartBolt(t *testing.T) {
 		}
 		diffT(t, "runs "+when, []string{done.ID, queued.ID, running.ID}, ids(e.list(req{path: "/a1/runs", user: "alice"}))[1:])
 	}
+	pid := commandPid(t, db, "acme", running.ID)
+	cs.cut.Store(true)
 	second := newEnvOver(t, db, runs.Config{Command: helperCmd(t, "exit", "0")})
+	if alive(pid) {
+		t.Errorf("command of the dead process (pid %d) still runs after New", pid)
+	}
 	again := second.create("", "alice", appRepo, "W-1")
 	if r := second.waitDone("alice", again.ID); r.Status != runs.StatusSucceeded {
 		t.Errorf("new run over bbolt: %+v", r)
 	}
 	check(second, "after the restart")
+	cs.cut.Store(false)
 	if err := first.svc.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +160,17 @@ func TestRestartBolt(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	check(newEnvOver(t, db, runs.Config{}), "after reopening the file")
+}
+
+// commandPid returns the pid of the command of the running run id of
+// tenant, as stored.
+func commandPid(t *testing.T, st store.Store, tenant, id string) int {
+	t.Helper()
+	p, err := runs.StoredProc(st, tenant, id)
+	if err != nil || p == nil {
+		t.Fatalf("command of run %s: %+v, %v", id, p, err)
+	}
+	return p.PID
 }
 
 func TestNewStorageError(t *testing.T) {

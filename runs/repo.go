@@ -3,6 +3,7 @@ package runs
 import (
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // CanonicalRepo returns the canonical form of the repository URL raw, and
@@ -10,10 +11,10 @@ import (
 // pass on (GW_RUN_REPO) only canonical URLs, and a tenant's allowlist
 // (coding_agent_repos) is canonicalised the same way before comparing.
 //
-// raw is accepted when it is at most MaxRepoBytes long, holds no space or
-// control character, and parses as a URL with scheme http or https, a host,
-// no user information, no query, no fragment and a path of at least one
-// segment, none of them empty, "." or "..". The canonical form is then:
+// raw is accepted when it is at most MaxRepoBytes of valid UTF-8, holds no
+// space or control character, and parses as a URL with scheme http or https,
+// a host, no user information, no query, no fragment and a path of at least
+// one segment, none of them empty, "." or "..". The canonical form is then:
 //
 //  1. the whole URL in lower case (scheme, host and path; percent escapes
 //     included);
@@ -24,8 +25,16 @@ import (
 //
 // So "HTTPS://GitHub.com:443/Acme/App.git/" becomes
 // "https://github.com/acme/app". http and https stay distinct.
+//
+// The canonical form is at most MaxRepoBytes long too, and canonicalising it
+// again gives it back. Escaping makes each byte of a non-ASCII character
+// three, so a URL whose canonical form would be longer than MaxRepoBytes is
+// refused rather than returned in a form that would itself be refused.
 func CanonicalRepo(raw string) (string, bool) {
-	if raw == "" || len(raw) > MaxRepoBytes {
+	// Invalid UTF-8 is refused, not lower-cased: strings.ToLower replaces each
+	// bad byte with U+FFFD, which escapes to nine bytes (%ef%bf%bd), so
+	// different inputs became one repo and a short URL a long one.
+	if raw == "" || len(raw) > MaxRepoBytes || !utf8.ValidString(raw) {
 		return "", false
 	}
 	for i := 0; i < len(raw); i++ {
@@ -60,7 +69,11 @@ func CanonicalRepo(raw string) (string, bool) {
 			return "", false
 		}
 	}
-	return u.Scheme + "://" + host + path, true
+	canonical := u.Scheme + "://" + host + path
+	if len(canonical) > MaxRepoBytes {
+		return "", false
+	}
+	return canonical, true
 }
 
 // notHostChar reports a character that has no place in a lower-cased host and

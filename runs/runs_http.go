@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 	"unicode"
@@ -260,8 +261,11 @@ func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
 // Cancel handles POST /a1/runs/:id/cancel (scope runs:write, GW-User-Id
 // required): 200 with the run. A queued run is cancelled at once; a running
 // run's process group gets SIGTERM, then SIGKILL after the grace, and the
-// answer comes once it ended (cancelled). A finished run is answered as it
-// is. 404 coding_agent_run_not_found as for Get.
+// answer comes once it ended (cancelled). An active run an earlier gateway
+// process left has what it still runs SIGKILLed first, as on start (500
+// internal_error, the run unchanged, when that outlives the wait). A
+// finished run is answered as it is. 404 coding_agent_run_not_found as for
+// Get.
 func (s *Service) Cancel(w http.ResponseWriter, r *http.Request) {
 	c, err := callerOf(r, true)
 	if err != nil {
@@ -279,6 +283,10 @@ func (s *Service) Cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	case !v.rec.isActive():
 		httpx.WriteJSON(w, http.StatusOK, wire(v.rec))
+		return
+	}
+	if err := s.killIfStale(v.rec); err != nil {
+		httpx.WriteError(w, r, err)
 		return
 	}
 	rec, wait, err := s.cancel(r, v.rec)
@@ -307,6 +315,23 @@ func (s *Service) Cancel(w http.ResponseWriter, r *http.Request) {
 		rec = v.rec
 	}
 	httpx.WriteJSON(w, http.StatusOK, wire(rec))
+}
+
+// killIfStale kills what the active run rec left running when it is not a
+// run of this process (an earlier one left it, and its processes outlived
+// New's wait, or its final write failed), as New does: its work item must
+// not be freed while they run. It fails when they still run after the wait.
+func (s *Service) killIfStale(rec record) error {
+	s.mu.Lock()
+	a := s.active[rec.ID]
+	s.mu.Unlock()
+	if a != nil && a.rec.Tenant == rec.Tenant {
+		return nil
+	}
+	if s.killLeftovers([]record{rec})[rec.ID] == leftAlive {
+		return errcat.Internal(fmt.Errorf("runs.Cancel: processes of run %s still run after SIGKILL", rec.ID))
+	}
+	return nil
 }
 
 // cancel stops the active run rec. A queued run (or one this process does not

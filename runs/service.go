@@ -112,12 +112,14 @@ type Service struct {
 	argv       []string // the command; nil when the coding-agent runtime is disabled
 	grace      time.Duration
 	maxRunning int
+	boot       string // the kernel's boot id: start times of processes count from it
 
 	mu       sync.Mutex
 	closed   bool
 	active   map[string]*active // queued and running runs, by id
 	queue    []*active          // queued runs, oldest first
 	nrunning int                // runs handed to a supervisor
+	starter  *starter           // starts their commands; nil while nrunning is 0
 
 	creates     sync.WaitGroup // Create calls between their closed check and their enqueue
 	supervisors sync.WaitGroup // one per dispatched run
@@ -147,9 +149,13 @@ type active struct {
 }
 
 // New returns a Service over c. Runs the store holds as queued or running
-// were interrupted by the end of an earlier process: New marks them failed
-// (ReasonRestartedRunning, ReasonRestartedQueued) in one transaction, and
-// returns the store's error if that fails.
+// were interrupted by the end of an earlier process: New first kills what
+// they left running (their process groups, found by pid and start time, see
+// recover.go) and waits until it has ended, for at most 5 s, then marks them
+// failed in one transaction (ReasonRestartedRunning, or
+// ReasonRestartedQueued for a run that never started), and returns the
+// store's error if that fails. A run whose processes outlive the wait stays
+// active, its work item busy (agent_busy), and is logged.
 func New(c Config) (*Service, error) {
 	if c.Store == nil {
 		return nil, errors.New("runs.New: Config.Store is nil")
@@ -172,7 +178,7 @@ func New(c Config) (*Service, error) {
 	}
 	s := &Service{
 		st: c.Store, clk: c.Clock, log: c.Logger, argv: argv,
-		grace: c.KillGrace, maxRunning: c.MaxRunning,
+		grace: c.KillGrace, maxRunning: c.MaxRunning, boot: bootID(),
 		active: map[string]*active{},
 	}
 	if argv != nil {
@@ -267,6 +273,9 @@ func (s *Service) dispatchLocked() {
 		a := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
+		if s.starter == nil {
+			s.starter = newStarter()
+		}
 		s.nrunning++
 		s.supervisors.Add(1)
 		go s.supervise(a)
@@ -291,6 +300,12 @@ func (s *Service) supervise(a *active) {
 	delete(s.active, a.rec.ID)
 	s.nrunning--
 	s.dispatchLocked()
+	if s.nrunning == 0 {
+		// Every command it started has been reaped: an idle Service keeps
+		// no goroutine and no thread.
+		s.starter.stop()
+		s.starter = nil
+	}
 	s.mu.Unlock()
 	close(a.done)
 }

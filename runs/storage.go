@@ -53,6 +53,23 @@ type record struct {
 	Reason     string     `json:"reason,omitempty"`
 	// OutputTruncated says the command wrote more than the kept tail.
 	OutputTruncated bool `json:"output_truncated,omitempty"`
+	// Proc is the command of a run that has started running; nil before.
+	Proc *proc `json:"proc,omitempty"`
+}
+
+// proc identifies the command of a run, so that a later start of the gateway
+// can tell whether it, or its process group, outlived the process that
+// started it (recover.go).
+type proc struct {
+	PID  int `json:"pid"`
+	PGID int `json:"pgid"`
+	// Start is the command's start time, field 22 (starttime) of
+	// /proc/<pid>/stat in clock ticks after boot; 0 when unknown. A pid the
+	// kernel gave to another process since has another start time.
+	Start uint64 `json:"start_ticks,omitempty"`
+	// Boot is the kernel's boot id (/proc/sys/kernel/random/boot_id): start
+	// times of another boot say nothing.
+	Boot string `json:"boot_id,omitempty"`
 }
 
 // isActive reports whether the run is queued or running.
@@ -156,8 +173,9 @@ func end(tx store.Tx, rec record, status, reason string, exitCode *int, at time.
 // errNotQueued stops markRunning for a run whose stored state moved on.
 var errNotQueued = errors.New("runs: " + reasonNoLongerQueued)
 
-// markRunning moves the queued run of a to running (started_at now).
-func (s *Service) markRunning(a *active) error {
+// markRunning moves the queued run of a to running (started_at now) with p,
+// the identity of its started command.
+func (s *Service) markRunning(a *active, p *proc) error {
 	now := s.clk.Now().UTC()
 	return retry(func() error {
 		return s.st.Update(context.Background(), func(tx store.Tx) error {
@@ -168,7 +186,7 @@ func (s *Service) markRunning(a *active) error {
 			if !ok || rec.Status != StatusQueued {
 				return errNotQueued
 			}
-			rec.Status, rec.StartedAt = StatusRunning, &now
+			rec.Status, rec.StartedAt, rec.Proc = StatusRunning, &now, p
 			return putRecord(tx, rec)
 		})
 	})
@@ -237,47 +255,6 @@ func (s *Service) failQueued(qs []*active) error {
 			}
 			return nil
 		})
-	})
-}
-
-// recoverInterrupted marks failed every run the store holds as active: no run
-// of this process exists yet, so they were left by one that ended.
-func (s *Service) recoverInterrupted(ctx context.Context) error {
-	now := s.clk.Now().UTC()
-	return s.st.Update(ctx, func(tx store.Tx) error {
-		type ref struct{ tenant, id string }
-		var refs []ref
-		err := tx.Scan(bucketActive, nil, false, func(k, v []byte) (bool, error) {
-			tenant, _, err := store.ReadString(k)
-			if err != nil {
-				return false, fmt.Errorf("runs: active key %x: %w", k, err)
-			}
-			refs = append(refs, ref{tenant, string(v)})
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range refs {
-			rec, ok, err := getRecord(tx, r.tenant, r.id)
-			if err != nil {
-				return err
-			}
-			if !ok || !rec.isActive() { // a dangling index entry: drop it
-				if err := deleteActiveOf(tx, r.tenant, r.id); err != nil {
-					return err
-				}
-				continue
-			}
-			reason := ReasonRestartedQueued
-			if rec.Status == StatusRunning {
-				reason = ReasonRestartedRunning
-			}
-			if err := end(tx, rec, StatusFailed, reason, nil, now, nil, false); err != nil {
-				return err
-			}
-		}
-		return nil
 	})
 }
 

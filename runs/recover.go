@@ -1,0 +1,276 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/chatgw/gateway/store"
+)
+
+// How a restart finds what an earlier gateway process left running.
+//
+// The command of a run dies with the gateway (Pdeathsig, Linux), but what it
+// started does not: it stays in the command's process group. So New looks,
+// for every run the store holds as queued or running, for
+//
+//   - the command itself: a process with the stored pid and start time (a
+//     recycled pid has another start time; the boot id must match too);
+//   - processes that carry the run's GW_RUN_ID in their environment (they
+//     inherited it from the command) and started no earlier than it, in the
+//     command's process group, or in any group when no command was stored (the
+//     gateway died between starting the command and storing it running).
+//
+// It SIGKILLs their process groups, waits until no process of those groups
+// runs (at most killWait), and only then marks the runs failed and frees
+// their work items. New returns after that, so no run of such a work item
+// can be accepted while something of the old one still runs. A run whose
+// processes outlive the wait stays active, its work item busy, until the
+// next start or a cancel kills them.
+
+// killWait bounds the wait for killed process groups to end (a process in
+// uninterruptible sleep ends only when its system call returns).
+const killWait = 5 * time.Second
+
+// leftover is what an interrupted run left running.
+type leftover uint8
+
+const (
+	leftNothing leftover = iota // nothing of it runs
+	leftKilled                  // its processes were killed and are gone
+	leftAlive                   // its processes still run after killWait
+)
+
+// procInfo is a process as recovery sees it: its stat and the run ids in
+// its environment.
+type procInfo struct {
+	procStat
+	runIDs []string
+}
+
+// recoverInterrupted ends the runs an earlier process left active: it kills
+// what is left of them, then marks failed those of which nothing runs any
+// more. No run of this process exists yet.
+func (s *Service) recoverInterrupted(ctx context.Context) error {
+	recs, err := s.activeRecords(ctx)
+	if err != nil {
+		return fmt.Errorf("runs.recover: %w", err)
+	}
+	if err := s.failInterrupted(ctx, recs, s.killLeftovers(recs)); err != nil {
+		return fmt.Errorf("runs.recover: %w", err)
+	}
+	return nil
+}
+
+// activeRecords returns the runs the store holds as queued or running.
+func (s *Service) activeRecords(ctx context.Context) ([]record, error) {
+	var recs []record
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		recs = recs[:0]
+		refs, err := activeRefs(tx)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			rec, ok, err := getRecord(tx, r.tenant, r.id)
+			if err != nil {
+				return err
+			}
+			if ok && rec.isActive() {
+				recs = append(recs, rec)
+			}
+		}
+		return nil
+	})
+	return recs, err
+}
+
+// runRef names a run by tenant and id.
+type runRef struct{ tenant, id string }
+
+// activeRefs returns the runs bucketActive names.
+func activeRefs(tx store.Tx) ([]runRef, error) {
+	var refs []runRef
+	err := tx.Scan(bucketActive, nil, false, func(k, v []byte) (bool, error) {
+		tenant, _, err := store.ReadString(k)
+		if err != nil {
+			return false, fmt.Errorf("runs: active key %x: %w", k, err)
+		}
+		refs = append(refs, runRef{tenant, string(v)})
+		return true, nil
+	})
+	return refs, err
+}
+
+// failInterrupted marks failed, in one transaction, the runs of seen of which
+// left says nothing runs any more, and drops dangling index entries. A run
+// not in seen, or whose state changed since it was seen, was not looked for
+// as it is now: it stays as it is.
+func (s *Service) failInterrupted(ctx context.Context, seen []record, left map[string]leftover) error {
+	now := s.clk.Now().UTC()
+	byID := make(map[string]record, len(seen))
+	for _, rec := range seen {
+		byID[rec.ID] = rec
+	}
+	return s.st.Update(ctx, func(tx store.Tx) error {
+		refs, err := activeRefs(tx)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			rec, ok, err := getRecord(tx, r.tenant, r.id)
+			if err != nil {
+				return err
+			}
+			if !ok || !rec.isActive() { // a dangling index entry: drop it
+				if err := deleteActiveOf(tx, r.tenant, r.id); err != nil {
+					return err
+				}
+				continue
+			}
+			if was, ok := byID[rec.ID]; !ok || !sameState(was, rec) || left[rec.ID] == leftAlive {
+				continue
+			}
+			l := left[rec.ID]
+			reason := ReasonRestartedQueued
+			if rec.Status == StatusRunning || l == leftKilled {
+				reason = ReasonRestartedRunning
+			}
+			if err := end(tx, rec, StatusFailed, reason, nil, now, nil, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sameState reports whether run a is in the state b is: same status, same
+// command.
+func sameState(a, b record) bool {
+	if a.Status != b.Status || (a.Proc == nil) != (b.Proc == nil) {
+		return false
+	}
+	return a.Proc == nil || *a.Proc == *b.Proc
+}
+
+// killLeftovers kills the process groups the runs recs left running and
+// waits for them to end. It says, for every run of recs, what it left.
+func (s *Service) killLeftovers(recs []record) map[string]leftover {
+	left := make(map[string]leftover, len(recs))
+	for _, rec := range recs {
+		left[rec.ID] = leftNothing
+	}
+	if len(recs) == 0 {
+		return left
+	}
+	procs, err := listProcs()
+	if err != nil {
+		s.log.Warn("runs: cannot look for processes an earlier gateway left; none killed", "err", err)
+		return left
+	}
+	groups, all := s.killGroups(recs, procs)
+	alive := waitGroupsGone(all, killWait)
+	for id, gs := range groups {
+		left[id] = leftKilled
+		if slices.ContainsFunc(gs, func(g int) bool { return slices.Contains(alive, g) }) {
+			left[id] = leftAlive
+			s.log.Error("runs: processes of an interrupted run still run after SIGKILL; its work item stays busy",
+				"run_id", id, "pgids", gs)
+		}
+	}
+	return left
+}
+
+// killGroups SIGKILLs the process groups of what the runs recs left running
+// among procs, and returns them by run and all together.
+func (s *Service) killGroups(recs []record, procs []procInfo) (map[string][]int, []int) {
+	groups := map[string][]int{}
+	var all []int
+	for _, rec := range recs {
+		gs := leftoverGroups(rec, procs, s.boot, syscall.Getpgrp())
+		for _, g := range gs {
+			err := syscall.Kill(-g, syscall.SIGKILL)
+			s.log.Warn("runs: killing the processes an interrupted run left", "run_id", rec.ID,
+				"tenant", rec.Tenant, "pgid", g, "err", err)
+		}
+		if len(gs) > 0 {
+			groups[rec.ID] = gs
+			all = append(all, gs...)
+		}
+	}
+	return groups, all
+}
+
+// leftoverGroups returns the process groups in which run rec left processes
+// (see the top of this file), among procs. boot is the kernel's boot id; own,
+// the gateway's own process group, is never returned.
+func leftoverGroups(rec record, procs []procInfo, boot string, own int) []int {
+	p := rec.Proc
+	if p != nil && p.Boot != boot {
+		return nil // the machine has rebooted since: nothing of it runs
+	}
+	var gs []int
+	for _, q := range procs {
+		if q.gone || q.pgid <= 1 || q.pgid == own || slices.Contains(gs, q.pgid) {
+			continue
+		}
+		isCommand := p != nil && p.Start != 0 && q.pid == p.PID && q.start == p.Start
+		inherited := slices.Contains(q.runIDs, rec.ID) && (p == nil || q.pgid == p.PGID && q.start >= p.Start)
+		if isCommand || inherited {
+			gs = append(gs, q.pgid)
+		}
+	}
+	return gs
+}
+
+// listProcs returns every process with the run ids of its environment.
+func listProcs() ([]procInfo, error) {
+	stats, err := listStats()
+	if err != nil {
+		return nil, err
+	}
+	procs := make([]procInfo, 0, len(stats))
+	for _, st := range stats {
+		pi := procInfo{procStat: st}
+		if !st.gone {
+			pi.runIDs = runIDsOf(st.pid)
+		}
+		procs = append(procs, pi)
+	}
+	return procs, nil
+}
+
+// waitGroupsGone waits until no process of the process groups runs, at most
+// wait, and returns the groups that still have one. Real time, not the
+// Service's clock: it is the kernel that ends the processes.
+func waitGroupsGone(groups []int, wait time.Duration) []int {
+	deadline := time.Now().Add(wait)
+	for {
+		alive := liveGroups(groups)
+		if len(alive) == 0 || time.Now().After(deadline) {
+			return alive
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// liveGroups returns the groups of groups with a process that is not a
+// zombie; all of them when the processes cannot be listed.
+func liveGroups(groups []int) []int {
+	if len(groups) == 0 {
+		return nil
+	}
+	stats, err := listStats()
+	if err != nil {
+		return groups
+	}
+	var alive []int
+	for _, st := range stats {
+		if !st.gone && slices.Contains(groups, st.pgid) && !slices.Contains(alive, st.pgid) {
+			alive = append(alive, st.pgid)
+		}
+	}
+	return alive
+}

@@ -79,15 +79,11 @@ type caller struct {
 // tenant_admin's read (write false) is allowed: a tenant-wide view. The route
 // table already enforces this; the check here keeps the handlers safe alone.
 func callerOf(r *http.Request, write bool) (caller, error) {
-	p, err := httpx.Principal(r)
+	c, err := httpx.CallerOf(r, httpx.UserOrAdminRead, !write)
 	if err != nil {
 		return caller{}, err
 	}
-	c := caller{tenant: p.Tenant, user: httpx.UserID(r)}
-	if c.user == "" && (write || p.Role != auth.RoleTenantAdmin) {
-		return caller{}, errcat.New(errcat.MissingField, "headers.gw-user-id", "Header GW-User-Id is required.")
-	}
-	return c, nil
+	return caller{tenant: c.Tenant, user: c.User}, nil
 }
 
 // sees reports whether the caller may see rec.

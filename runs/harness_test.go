@@ -269,12 +269,6 @@ func (e *env) waitForIn(tenant, user, id string, what string, cond func(run) boo
 	return r
 }
 
-// waitStatus waits until the run has status.
-func (e *env) waitStatus(user, id, status string) run {
-	e.t.Helper()
-	return e.waitFor(user, id, "status "+status, func(r run) bool { return r.Status == status })
-}
-
 // waitReady waits until the run's command printed "ready" (it then handles
 // signals as its behaviour says).
 func (e *env) waitReady(user, id string) run {

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/chatgw/gateway/internal/preflight"
-	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/quota"
 )
 
 // admit asks the quota Accountant for a ticket for one upstream call of rn,

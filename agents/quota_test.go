@@ -12,7 +12,7 @@ import (
 	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 )

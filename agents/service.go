@@ -14,7 +14,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/tools"
 	"github.com/chatgw/gateway/upstream"

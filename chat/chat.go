@@ -8,7 +8,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/preflight"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -49,10 +49,6 @@ type Config struct {
 	// Logger logs events outside a request's own log line. Nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// Consents holds the tenant's persisted cloud-consent grants for document
-	// attachments (GW-Cloud-Consent ...;persist). Nil means the grants kept in
-	// Store (preflight.NewStoreConsents), shared with /v1.
-	Consents preflight.Consents
 	// Keepalive is the upstream silence after which a stream gets an SSE
 	// keepalive comment. Zero means the relay's default (15 s); negative
 	// disables keepalives.
@@ -96,7 +92,6 @@ func New(cfg Config) *Service {
 		store:     cfg.Store,
 		clock:     cfg.Clock,
 		log:       cfg.Logger,
-		consents:  cfg.Consents,
 		inject:    cfg.Inject,
 		keepalive: cfg.Keepalive,
 		quota:     cfg.Quota,
@@ -108,7 +103,7 @@ func New(cfg Config) *Service {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	if s.consents == nil && s.store != nil {
+	if s.store != nil { // the grants kept in Store, shared with /v1
 		s.consents = preflight.NewStoreConsents(s.store, s.clock)
 	}
 	return s

@@ -17,7 +17,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/internal/httpx"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/julienschmidt/httprouter"

@@ -10,9 +10,9 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
-	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/wire"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream"
 )

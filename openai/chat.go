@@ -8,9 +8,9 @@ import (
 
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
-	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/upstream"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/quota"
 	"github.com/chatgw/gateway/openai"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 )

@@ -55,7 +55,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/preflight"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 )

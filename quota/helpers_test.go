@@ -7,7 +7,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/upstream"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 )
 
 // op is one step of an admission scenario on tenant "acme", alias lm-4-scout.

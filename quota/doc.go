@@ -2,6 +2,11 @@
 // model_quota_exhausted and cloudB_daily_quota_exhausted (spec Errors; issue 3,
 // item 8).
 //
+// It is a top-level leaf package, not internal, because the public Configs of
+// the chat families (openai, chat, agents) take its *Accountant so that /v1,
+// /c1 and agents share one budget, and a public Config never exposes a type
+// from internal/.
+//
 // # Configuration
 //
 // Budgets come from the token file (DECISIONS section 3), on a tenant:

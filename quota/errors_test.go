@@ -13,7 +13,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 )
 
 const pinned = "lm-4-scout-cloudB"

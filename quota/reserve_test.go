@@ -3,7 +3,7 @@ package quota_test
 import (
 	"testing"
 
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/upstream"
 )
 

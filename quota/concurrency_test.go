@@ -11,7 +11,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/quota"
 )
 
 // TestConcurrentAdmitsNeverOverspend races many goroutines of several tenants

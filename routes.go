@@ -51,10 +51,10 @@ func (g *Gateway) routes() []route {
 		{"DELETE", "/v1/images/:id", "images:write", userOptional, g.images.Delete},
 
 		// Chat with conversation persistence.
-		{"POST", "/c1/chat", "chat:write", userRequired, g.chat.ServeHTTP},
-		{"GET", "/c1/conversations", "conversations:read", userOrAdminRead, g.conv.HandleList},
-		{"GET", "/c1/conversations/:id", "conversations:read", userOrAdminRead, g.conv.HandleGet},
-		{"DELETE", "/c1/conversations/:id", "conversations:write", userRequired, g.conv.HandleDelete},
+		{"POST", "/c1/chat", "chat:write", userRequired, g.chat.Chat},
+		{"GET", "/c1/conversations", "conversations:read", userOrAdminRead, g.conv.ListConversations},
+		{"GET", "/c1/conversations/:id", "conversations:read", userOrAdminRead, g.conv.GetConversation},
+		{"DELETE", "/c1/conversations/:id", "conversations:write", userRequired, g.conv.DeleteConversation},
 
 		// Memory: entries in buckets of (scope_id, visibility, owner).
 		{"POST", "/v1/memory", "memory:write", userRequired, g.mem.PutEntry},
@@ -94,7 +94,7 @@ func (g *Gateway) routes() []route {
 		{"GET", "/a1/rag/indices/:id/documents", "rag:read", userOptional, g.rag.ListDocuments},
 		{"GET", "/a1/rag/indices/:id/documents/:doc_id", "rag:read", userOptional, g.rag.GetDocument},
 		{"DELETE", "/a1/rag/indices/:id/documents/:doc_id", "rag:write", userOptional, g.rag.DeleteDocument},
-		{"GET", "/a1/rag/indices/:id/search", "rag:read", userOptional, g.rag.SearchHTTP},
+		{"GET", "/a1/rag/indices/:id/search", "rag:read", userOptional, g.rag.SearchIndex},
 
 		// Coding-agent runs and runtimes.
 		{"GET", "/a1/runtimes", "runs:read", userOptional, g.runs.Runtimes},

@@ -1,5 +1,5 @@
 // Package chat serves POST /c1/chat, the cache-augmented chat with conversation
-// persistence. Its handler is (*Service).ServeHTTP; the conversation storage is
+// persistence. Its handler is (*Service).Chat; the conversation storage is
 // reached through the History interface, which the conversation family's
 // *conversation.Service implements (chat never imports it).
 //

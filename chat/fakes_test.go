@@ -197,8 +197,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	e.chat = chat.New(cfg)
 	r := httprouter.New()
-	r.Handler("POST", "/c1/chat", e.withPrincipal(e.chat))
-	r.Handler("GET", "/c1/conversations/:id", e.withPrincipal(http.HandlerFunc(e.conv.HandleGet)))
+	r.Handler("POST", "/c1/chat", e.withPrincipal(http.HandlerFunc(e.chat.Chat)))
+	r.Handler("GET", "/c1/conversations/:id", e.withPrincipal(http.HandlerFunc(e.conv.GetConversation)))
 	e.h = r
 	return e
 }

@@ -44,8 +44,8 @@ type turn struct {
 	trimmed          bool            // history was left out by keep_last_turns
 }
 
-// ServeHTTP serves POST /c1/chat.
-func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Chat serves POST /c1/chat.
+func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 	t, err := readTurn(w, r)
 	if err != nil {
 		httpx.WriteError(w, r, err)

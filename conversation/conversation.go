@@ -90,12 +90,12 @@ type summaryJSON struct {
 	UserID         string `json:"user_id"`
 }
 
-// HandleList serves GET /c1/conversations?limit=&offset=: the caller's
+// ListConversations serves GET /c1/conversations?limit=&offset=: the caller's
 // conversations (the tenant's without GW-User-Id), newest last_updated first, as
 // {"object":"list","data":[ConversationSummary...],"limit","offset","has_more"}.
 // limit defaults to 50 and must be 1..500, offset >= 0; otherwise 400
 // invalid_field query.limit / query.offset.
-func (s *Service) HandleList(w http.ResponseWriter, r *http.Request) {
+func (s *Service) ListConversations(w http.ResponseWriter, r *http.Request) {
 	pg, err := httpx.ParsePage(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -123,11 +123,11 @@ func (s *Service) HandleList(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteList(w, pg, data, more)
 }
 
-// HandleGet serves GET /c1/conversations/:id:
+// GetConversation serves GET /c1/conversations/:id:
 // {"conversation_id","user_id","messages":[StoredMessage...]}, the messages as
 // stored (content a string or a parts array; assistant tool_calls in the OpenAI
 // shape). Unknown, or another user's: 404 conversation_not_found.
-func (s *Service) HandleGet(w http.ResponseWriter, r *http.Request) {
+func (s *Service) GetConversation(w http.ResponseWriter, r *http.Request) {
 	who, err := httpx.CallerOf(r, httpx.UserOrAdminRead, true)
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -145,9 +145,9 @@ func (s *Service) HandleGet(w http.ResponseWriter, r *http.Request) {
 	}{c.ID, c.UserID, c.Messages})
 }
 
-// HandleDelete serves DELETE /c1/conversations/:id: {"deleted":N}, N the number
+// DeleteConversation serves DELETE /c1/conversations/:id: {"deleted":N}, N the number
 // of stored messages removed; 0 for an unknown id or another user's.
-func (s *Service) HandleDelete(w http.ResponseWriter, r *http.Request) {
+func (s *Service) DeleteConversation(w http.ResponseWriter, r *http.Request) {
 	c, err := httpx.CallerOf(r, httpx.UserRequired, false)
 	if err != nil {
 		httpx.WriteError(w, r, err)

@@ -39,9 +39,9 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { e.st.Close() })
 	e.svc = conversation.New(conversation.Config{Store: e.st, Clock: e.clock})
 	r := httprouter.New()
-	r.Handler("GET", "/c1/conversations", withTenant(e.svc.HandleList))
-	r.Handler("GET", "/c1/conversations/:id", withTenant(e.svc.HandleGet))
-	r.Handler("DELETE", "/c1/conversations/:id", withTenant(e.svc.HandleDelete))
+	r.Handler("GET", "/c1/conversations", withTenant(e.svc.ListConversations))
+	r.Handler("GET", "/c1/conversations/:id", withTenant(e.svc.GetConversation))
+	r.Handler("DELETE", "/c1/conversations/:id", withTenant(e.svc.DeleteConversation))
 	e.h = r
 	return e
 }

@@ -65,7 +65,7 @@ func newEnvOver(t *testing.T, st *memstore.Store, s store.Store, clk *clock.Fake
 		{"GET", "/a1/rag/indices/:id/documents", e.svc.ListDocuments},
 		{"GET", "/a1/rag/indices/:id/documents/:doc_id", e.svc.GetDocument},
 		{"DELETE", "/a1/rag/indices/:id/documents/:doc_id", e.svc.DeleteDocument},
-		{"GET", "/a1/rag/indices/:id/search", e.svc.SearchHTTP},
+		{"GET", "/a1/rag/indices/:id/search", e.svc.SearchIndex},
 		{"POST", "/v1/tools/execute", reg.Execute},
 	} {
 		r.Handler(rt.method, rt.path, rt.h)

@@ -88,10 +88,10 @@ func (s *Service) DeleteDocument(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// SearchHTTP handles GET /a1/rag/indices/:id/search?q=&k= (scope rag:read):
+// SearchIndex handles GET /a1/rag/indices/:id/search?q=&k= (scope rag:read):
 // {"object":"list","data":[Hit...]}, the k best chunks (default DefaultK, 1 to
 // MaxK) for q; see Search.
-func (s *Service) SearchHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Service) SearchIndex(w http.ResponseWriter, r *http.Request) {
 	handle(w, r, decodeSearch, func(ctx context.Context, in searchInput) (list[Hit], error) {
 		hits, err := s.Search(ctx, in.tenant, in.index, in.q, in.k)
 		return newList(hits), err

@@ -179,7 +179,7 @@ func (g *Gateway) wireFamilies() error {
 	}
 	g.chat = chat.New(chat.Config{
 		History: g.conv, Upstream: c.upstream, Catalog: g.catalog, Store: c.store,
-		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContext,
+		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContextTx,
 		Quota: quotas, MaxResponseBytes: c.maxResponse,
 	})
 	// Runs write their final states on Close, so they close before the store

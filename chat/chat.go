@@ -20,16 +20,17 @@ import (
 // content a string or a parts array, plus "tool_calls" on an assistant reply
 // that called tools.
 type History interface {
-	// Load returns the stored messages of conversation id of user in tenant,
-	// oldest first, the conversation's system prompt (role system) first when
-	// one was stored. A conversation never stored returns (nil, nil). One of
-	// another user returns an *errcat.Error conversation_not_found; a store
-	// failure an *errcat.Error storage_error.
-	Load(ctx context.Context, tenant, user, id string) ([]json.RawMessage, error)
+	// LoadTx returns, in tx, a read transaction of Config.Store, the stored
+	// messages of conversation id of user in tenant, oldest first, the
+	// conversation's system prompt (role system) first when one was stored. A
+	// conversation never stored returns (nil, nil). One of another user
+	// returns an *errcat.Error conversation_not_found; a store failure an
+	// *errcat.Error storage_error.
+	LoadTx(tx store.Tx, tenant, user, id string) ([]json.RawMessage, error)
 	// Append stores msgs at the end of the conversation in one durable
 	// transaction, creating it for user when it does not exist, in which case a
 	// non-empty systemPrompt is stored first; systemPrompt is ignored for an
-	// existing conversation. Errors as Load's.
+	// existing conversation. Errors as LoadTx's.
 	Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, systemPrompt string) error
 }
 
@@ -55,8 +56,10 @@ type Config struct {
 	Keepalive time.Duration
 	// Inject returns the system message placed first in every /c1 request
 	// (tenant, scope and user prompts plus memory; DECISIONS section 6), or ""
-	// for none. It is always called on /c1. Nil injects nothing.
-	Inject func(ctx context.Context, tenantID, userID string) (string, error)
+	// for none. It is always called on /c1, in the turn's one read
+	// transaction of Store (with the tenant config and the history). Nil
+	// injects nothing.
+	Inject func(tx store.Tx, tenantID, userID string) (string, error)
 	// Quota keeps the tenants' daily per-model budgets (model_quota_exhausted,
 	// cloudB_daily_quota_exhausted); share one Accountant with /v1 so that both
 	// endpoints count against the same budget. Nil means no quotas.
@@ -77,7 +80,7 @@ type Service struct {
 	clock     clock.Clock
 	log       *slog.Logger
 	consents  preflight.Consents
-	inject    func(ctx context.Context, tenantID, userID string) (string, error)
+	inject    func(tx store.Tx, tenantID, userID string) (string, error)
 	keepalive time.Duration
 	quota     *quota.Accountant
 	maxBytes  int64

@@ -18,6 +18,7 @@ import (
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/quota"
+	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/julienschmidt/httprouter"
@@ -169,7 +170,7 @@ func withHistory(h chat.History) envOption {
 
 func withInject(f func(tenant, user string) (string, error)) envOption {
 	return func(e *env, c *chat.Config) {
-		c.Inject = func(_ context.Context, tenant, user string) (string, error) { return f(tenant, user) }
+		c.Inject = func(_ store.Tx, tenant, user string) (string, error) { return f(tenant, user) }
 	}
 }
 

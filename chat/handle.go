@@ -13,6 +13,7 @@ import (
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/quota"
+	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -33,6 +34,7 @@ type upstreamBody struct {
 
 // turn is one request: its checked body and what it resolved to.
 type turn struct {
+	principal        *auth.Principal // who calls: looked up once, in readTurn
 	q                *chatRequest
 	images           []imageRef
 	tenant, user, id string
@@ -57,7 +59,7 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The output cap after flooring plus the prompt estimate.
-	ticket, err := s.quota.Admit(auth.FromContext(r.Context()).Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
+	ticket, err := s.quota.Admit(t.principal.Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -134,7 +136,7 @@ func readTurn(w http.ResponseWriter, r *http.Request) (*turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &turn{tenant: p.Tenant.ID, user: httpx.UserID(r)}
+	t := &turn{principal: p, tenant: p.Tenant.ID, user: httpx.UserID(r)}
 	if t.user == "" {
 		// The root's route rule answers this before the handler runs; checked
 		// again because a conversation must have an owner.
@@ -168,17 +170,13 @@ func readTurn(w http.ResponseWriter, r *http.Request) (*turn, error) {
 // checked and rewritten by the shared pre-flight checks.
 func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	ctx := r.Context()
-	tenant := auth.FromContext(ctx).Tenant
-	cfg, err := tenantconfig.Load(ctx, s.store, tenant)
-	if err != nil {
-		return nil, errcat.Storage(fmt.Errorf("chat: tenant config: %w", err))
-	}
-	q := t.q
-	t.alias = resolveAlias(q.Model, q.Provider, cfg.DefaultModel)
-	history, err := s.history.Load(ctx, t.tenant, t.user, t.id)
+	st, err := s.read(ctx, t)
 	if err != nil {
 		return nil, err
 	}
+	q := t.q
+	t.alias = resolveAlias(q.Model, q.Provider, st.cfg.DefaultModel)
+	history := st.history
 	if len(history) == 0 && q.SystemPrompt != nil && *q.SystemPrompt != "" {
 		t.newSystemPrompt = *q.SystemPrompt
 		history = []json.RawMessage{systemMessage(t.newSystemPrompt)}
@@ -206,10 +204,10 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	}
 	pf, err := preflight.Check(ctx, &preflight.Request{
 		Body:         body,
-		Tenant:       tenant,
+		Tenant:       t.principal.Tenant,
 		Catalog:      s.catalog,
 		ParamPrefix:  "body.",
-		System:       s.system(t.tenant, t.user),
+		System:       func(context.Context) (string, error) { return st.system, nil },
 		CloudConsent: r.Header.Get(preflight.HeaderCloudConsent),
 		Consents:     s.consents,
 	})
@@ -228,18 +226,35 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	return pf, nil
 }
 
-// system returns the pre-flight hook that injects memory and prompts.
-func (s *Service) system(tenant, user string) func(context.Context) (string, error) {
-	if s.inject == nil {
-		return nil
-	}
-	return func(ctx context.Context) (string, error) {
-		text, err := s.inject(ctx, tenant, user)
-		if err != nil {
-			return "", errcat.As(err)
+// stored is what a turn reads of the store before calling upstream.
+type stored struct {
+	cfg     tenantconfig.Config
+	history []json.RawMessage
+	system  string // the injected system text, "" for none
+}
+
+// read reads the tenant's config, the conversation's history and the
+// injected prompts and memory in one read transaction: one round trip on a
+// database server, and a consistent view of the three.
+func (s *Service) read(ctx context.Context, t *turn) (stored, error) {
+	var st stored
+	err := s.store.View(ctx, func(tx store.Tx) error {
+		var err error
+		if st.cfg, err = tenantconfig.LoadTx(tx, t.principal.Tenant); err != nil {
+			return errcat.Storage(fmt.Errorf("chat: tenant config: %w", err))
 		}
-		return text, nil
-	}
+		if st.history, err = s.history.LoadTx(tx, t.tenant, t.user, t.id); err != nil {
+			return err
+		}
+		if s.inject == nil {
+			return nil
+		}
+		if st.system, err = s.inject(tx, t.tenant, t.user); err != nil {
+			return errcat.As(err) // an error the injector did not catalogue is internal
+		}
+		return nil
+	})
+	return st, errcat.FromStore(err)
 }
 
 func nonNull(raw json.RawMessage) json.RawMessage {

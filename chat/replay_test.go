@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/chat"
+	"github.com/chatgw/gateway/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -15,7 +16,7 @@ type fixedHistory struct {
 	msgs []string
 }
 
-func (h *fixedHistory) Load(context.Context, string, string, string) ([]json.RawMessage, error) {
+func (h *fixedHistory) LoadTx(store.Tx, string, string, string) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(h.msgs))
 	for i, m := range h.msgs {
 		out[i] = json.RawMessage(m)

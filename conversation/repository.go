@@ -99,21 +99,32 @@ func getMeta(tx store.Tx, key []byte) (*meta, error) {
 // another user of the tenant returns conversation_not_found.
 func (r *Repository) Load(ctx context.Context, tenant, user, id string) ([]json.RawMessage, error) {
 	var msgs []json.RawMessage
-	p := convPrefix(tenant, id)
 	err := r.st.View(ctx, func(tx store.Tx) error {
-		msgs = nil
-		m, err := getMeta(tx, p)
-		switch {
-		case err != nil:
-			return err
-		case m == nil:
-			return nil
-		case m.UserID != user:
-			return notFound()
-		}
-		msgs, err = scanMessages(tx, p, int(m.MessageCount))
+		var err error
+		msgs, err = r.LoadTx(tx, tenant, user, id)
 		return err
 	})
+	if err != nil {
+		return nil, storageErr("Load", err)
+	}
+	return msgs, nil
+}
+
+// LoadTx is Load in the caller's read transaction of the repository's store
+// (a /c1 turn reads the tenant's config, the history and the injected
+// prompts in one), with the same answers and errors.
+func (r *Repository) LoadTx(tx store.Tx, tenant, user, id string) ([]json.RawMessage, error) {
+	p := convPrefix(tenant, id)
+	m, err := getMeta(tx, p)
+	switch {
+	case err != nil:
+		return nil, storageErr("Load", err)
+	case m == nil:
+		return nil, nil
+	case m.UserID != user:
+		return nil, notFound()
+	}
+	msgs, err := scanMessages(tx, p, int(m.MessageCount))
 	if err != nil {
 		return nil, storageErr("Load", err)
 	}

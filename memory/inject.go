@@ -21,10 +21,24 @@ import (
 //
 // A store failure is returned as an *errcat.Error (storage_error).
 func (s *Service) SystemContext(ctx context.Context, tenantID, userID string) (string, error) {
+	var text string
+	err := s.st.View(ctx, func(tx store.Tx) error {
+		var err error
+		text, err = s.SystemContextTx(tx, tenantID, userID)
+		return err
+	})
+	if err != nil {
+		return "", errcat.FromStore(err)
+	}
+	return text, nil
+}
+
+// SystemContextTx is SystemContext in the caller's read transaction of the
+// service's store (a /c1 turn reads its config, history and this in one).
+func (s *Service) SystemContextTx(tx store.Tx, tenantID, userID string) (string, error) {
 	var prompts []string
 	var mem []Entry
-	err := s.st.View(ctx, func(tx store.Tx) error {
-		prompts, mem = prompts[:0], mem[:0]
+	err := func() error {
 		refs := []promptRef{
 			{tenant: tenantID, level: LevelTenant},
 			{tenant: tenantID, level: LevelScope, subject: DefaultScope},
@@ -49,7 +63,7 @@ func (s *Service) SystemContext(ctx context.Context, tenantID, userID string) (s
 		}
 		mem, err = scanEntries(tx, newBucketKey(tenantID, DefaultScope, Public, userID), mem)
 		return err
-	})
+	}()
 	if err != nil {
 		return "", errcat.FromStore(err)
 	}

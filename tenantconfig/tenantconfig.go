@@ -172,17 +172,28 @@ func effective(t *auth.Tenant, rec record) Config {
 // Load returns the effective configuration of tenant t (Defaults for a nil t).
 // A store failure is returned wrapped; callers answer storage_error.
 func Load(ctx context.Context, st store.Store, t *auth.Tenant) (Config, error) {
-	if t == nil {
-		return Defaults(), nil
-	}
-	var rec record
+	var c Config
 	err := st.View(ctx, func(tx store.Tx) error {
 		var err error
-		rec, err = readRecord(tx, t.ID)
+		c, err = LoadTx(tx, t)
 		return err
 	})
 	if err != nil {
 		return Config{}, fmt.Errorf("tenantconfig.Load: %w", err)
+	}
+	return c, nil
+}
+
+// LoadTx is Load in the caller's read transaction, so that a request that
+// reads several families' records before calling upstream makes one
+// transaction (one round trip on a database server).
+func LoadTx(tx store.Tx, t *auth.Tenant) (Config, error) {
+	if t == nil {
+		return Defaults(), nil
+	}
+	rec, err := readRecord(tx, t.ID)
+	if err != nil {
+		return Config{}, fmt.Errorf("tenantconfig: read %s: %w", t.ID, err)
 	}
 	return effective(t, rec), nil
 }

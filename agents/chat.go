@@ -115,7 +115,6 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *fi
 	if rn.fallback != nil {
 		notices = append(notices, relay.BackendFallback(rn.fallback))
 	}
-	committed := false
 	opts := relay.Options{
 		Stream:    rn.stream,
 		Notices:   notices,
@@ -125,25 +124,17 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *fi
 		Model:     rn.alias,
 		Clock:     s.clock,
 		MaxBytes:  s.maxBytes,
-	}
-	if commit != nil {
-		opts.Commit = func(ctx context.Context) error {
-			if err := commit(ctx); err != nil {
-				return err
-			}
-			committed = true
-			return nil
-		}
+		Commit:    commit,
 	}
 	res := relay.Response(w, r, fin.resp, opts)
 	fin.ticket.Settle(capture.UsedTokens())
 	if !res.Complete {
 		level := slog.LevelInfo
-		if committed {
+		if res.Committed {
 			level = slog.LevelWarn
 		}
 		httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), level, "agents: answer not completed",
-			slog.String("agent", rn.agent.Name), slog.Bool("committed", committed),
+			slog.String("agent", rn.agent.Name), slog.Bool("committed", res.Committed),
 			slog.Bool("stream", res.Stream), slog.Bool("started", res.Started), slog.String("error", redact.Error(res.Err)))
 	}
 }

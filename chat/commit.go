@@ -23,19 +23,12 @@ import (
 // that does not arrive whole (upstream failure, cut stream, client gone before
 // the commit) never reaches the commit and stores nothing.
 func (s *Service) relay(w http.ResponseWriter, r *http.Request, resp *upstream.Response, t *turn, opts relay.Options) {
-	committed := false
 	if !t.ephemeral {
 		capture := opts.Capture
-		opts.Commit = func(ctx context.Context) error {
-			if err := s.commit(ctx, t, capture); err != nil {
-				return err
-			}
-			committed = true
-			return nil
-		}
+		opts.Commit = func(ctx context.Context) error { return s.commit(ctx, t, capture) }
 	}
 	res := relay.Response(w, r, resp, opts)
-	if committed && !res.Complete {
+	if res.Committed && !res.Complete {
 		// The turn is stored, but the client did not get the whole
 		// acknowledgement (it went away, or a write failed).
 		httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), slog.LevelWarn,

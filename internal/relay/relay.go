@@ -77,4 +77,8 @@ type Result struct {
 	// *errcat.Error, already reported to the client), the client went away
 	// (context.Canceled), or a write failed. Nil when Complete.
 	Err error
+	// Committed is true when Options.Commit ran and succeeded: the answer is
+	// stored even if the client did not get its acknowledgement (Complete
+	// false), which callers log.
+	Committed bool
 }

@@ -533,8 +533,8 @@ func TestCommit(t *testing.T) {
 			if sawStatus != "" || (sawContent != "Hi" && sawContent != "Hello, wörld") {
 				t.Errorf("at commit: %q, content %q; want nothing acknowledged and the capture filled", sawStatus, sawContent)
 			}
-			if res.Complete != tt.complete || w.status != tt.wantStatus {
-				t.Errorf("Response() = %+v, status %d; want complete %v, status %d", res, w.status, tt.complete, tt.wantStatus)
+			if res.Complete != tt.complete || w.status != tt.wantStatus || res.Committed != (tt.commitErr == nil) {
+				t.Errorf("Response() = %+v, status %d; want complete %v, status %d, committed %v", res, w.status, tt.complete, tt.wantStatus, tt.commitErr == nil)
 			}
 			out := w.String()
 			switch {

@@ -43,12 +43,21 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 		defer stopSD()
 	}
 
+	committed := false
+	if commit := opts.Commit; commit != nil {
+		opts.Commit = func(ctx context.Context) error {
+			err := commit(ctx)
+			committed = err == nil
+			return err
+		}
+	}
 	var res Result
 	if isStream(resp.Header, opts.Stream) {
 		res = relaySSE(w, r, body, &opts)
 	} else {
 		res = relayJSON(w, r, body, &opts)
 	}
+	res.Committed = committed
 	if opts.Capture != nil {
 		opts.Capture.finish()
 	}

@@ -214,7 +214,7 @@ func (s *Service) callAgent(ctx context.Context, call tools.Call) (any, error) {
 		depth:     depth,
 		requestID: httpx.InfoFrom(ctx).RequestID,
 	}
-	fin, err := s.converse(ctx, rn, []json.RawMessage{textMessage("user", *args.Message)})
+	fin, err := s.converse(ctx, rn, []json.RawMessage{wire.TextMessage("user", *args.Message)})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 // summaryInstructions is the system message of the summarisation call.
@@ -95,7 +96,7 @@ func (s *Service) summarise(ctx context.Context, rn *run, prev string, older []j
 		t.WriteString(transcriptText(msg.Content))
 		t.WriteString("\n")
 	}
-	msgs := []json.RawMessage{textMessage("system", summaryInstructions), textMessage("user", t.String())}
+	msgs := []json.RawMessage{wire.TextMessage("system", summaryInstructions), wire.TextMessage("user", t.String())}
 	body, err := json.Marshal(roundBody{Model: rn.agent.Model, Messages: msgs})
 	if err != nil {
 		return "", errcat.Internal(err)

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -130,7 +128,7 @@ func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, de
 	a := rn.agent
 	var first []json.RawMessage
 	if sp := a.systemPrompt(); sp != "" {
-		first = append(first, textMessage("system", sp))
+		first = append(first, wire.TextMessage("system", sp))
 	}
 	first = append(first, msgs...)
 	body, err := json.Marshal(roundBody{Model: a.Model, Messages: first, Stream: rn.stream, Tools: defs})
@@ -238,7 +236,7 @@ func (s *Service) runTools(ctx context.Context, rn *run, history []json.RawMessa
 			kept[i].Function.Arguments = "{}"
 		}
 	}
-	history = append(history, assistantToolMessage(content, kept))
+	history = append(history, wire.AssistantMessage(content, kept))
 	history = append(history, results...)
 	for _, m := range history[len(history)-len(results)-1:] {
 		rn.prompt += messageTokens(m)
@@ -329,7 +327,7 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 	if resp.Fallback {
 		rn.fallback = resp
 	}
-	if isSSE(resp.Header, rn.stream) {
+	if relay.IsStream(resp.Header, rn.stream) {
 		if !withTools {
 			return &answer{final: &final{resp: resp, ticket: ticket}}, nil
 		}
@@ -501,12 +499,7 @@ func (s *Service) execute(ctx context.Context, rn *run, c wire.ToolCall) json.Ra
 	} else if content, err = json.Marshal(result); err != nil {
 		content = []byte(`{"error":{"code":"internal_error","message":"The tool's result could not be encoded."}}`)
 	}
-	b, _ := json.Marshal(struct {
-		Role       string `json:"role"`
-		ToolCallID string `json:"tool_call_id"`
-		Content    string `json:"content"`
-	}{"tool", c.ID, string(content)})
-	return b
+	return wire.ToolMessage(c.ID, string(content))
 }
 
 // validArgs reports whether a tool call's arguments are empty or one JSON
@@ -532,35 +525,4 @@ func readFailure(cause error) *errcat.Error {
 		return &errcat.Error{Code: errcat.UpstreamTimeout, Message: "The upstream model did not finish within the time-out; the answer is incomplete.", Cause: cause}
 	}
 	return &errcat.Error{Code: errcat.UpstreamError, Message: "The upstream model failed while answering; the answer is incomplete.", Cause: cause}
-}
-
-// isSSE decides whether an answer is a stream, as the relay does: by its
-// Content-Type, or the request's stream flag when it has none.
-func isSSE(h http.Header, requested bool) bool {
-	ct := h.Get("Content-Type")
-	if ct == "" {
-		return requested
-	}
-	mt, _, _ := mime.ParseMediaType(ct)
-	return mt == "text/event-stream"
-}
-
-// textMessage returns {"role":role,"content":content}.
-func textMessage(role, content string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{role, content})
-	return b
-}
-
-// assistantToolMessage is the assistant message of a tool round as it is sent
-// back: its text and the calls that were executed.
-func assistantToolMessage(content string, calls []wire.ToolCall) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role      string          `json:"role"`
-		Content   string          `json:"content"`
-		ToolCalls []wire.ToolCall `json:"tool_calls"`
-	}{"assistant", content, calls})
-	return b
 }

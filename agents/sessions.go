@@ -244,7 +244,7 @@ func (s *Service) PostMessage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderSessionID, rec.ID)
 	capture := new(relay.Capture)
 	s.relay(w, r, rn, fin, capture, func(ctx context.Context) error {
-		reply := textMessage("assistant", capture.Content)
+		reply := wire.TextMessage("assistant", capture.Content)
 		return (sessionStore{s.store}).appendTurn(ctx, tenant, rec.ID, []json.RawMessage{userMsg, reply}, s.clock.Now().UnixNano())
 	})
 }
@@ -255,7 +255,7 @@ const HeaderSessionID = "GW-Session-Id"
 // summaryMessage is the system message that carries a session's summary
 // upstream, after the agent's system prompt and before the kept messages.
 func summaryMessage(summary string) json.RawMessage {
-	return textMessage("system", "Summary of the earlier conversation:\n"+summary)
+	return wire.TextMessage("system", "Summary of the earlier conversation:\n"+summary)
 }
 
 // userMessage checks the message of a session turn, a string or a non-empty

@@ -190,11 +190,7 @@ func userMessage(content json.RawMessage, images []imageRef) (json.RawMessage, e
 
 // systemMessage returns a system message with content.
 func systemMessage(content string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{"system", content})
-	return b
+	return wire.TextMessage("system", content)
 }
 
 // replayHistory returns the stored messages as they are sent upstream. Strict

@@ -56,10 +56,5 @@ func (s *Service) commit(ctx context.Context, t *turn, c *relay.Capture) error {
 // assistantMessage is the captured reply as a stored message: content (a
 // string; "" when the reply only called tools) and tool_calls in OpenAI's shape.
 func assistantMessage(c *relay.Capture) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role      string          `json:"role"`
-		Content   string          `json:"content"`
-		ToolCalls []wire.ToolCall `json:"tool_calls,omitempty"`
-	}{"assistant", c.Content, c.ToolCalls})
-	return b
+	return wire.AssistantMessage(c.Content, c.ToolCalls)
 }

@@ -52,7 +52,7 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 		}
 	}
 	var res Result
-	if isStream(resp.Header, opts.Stream) {
+	if IsStream(resp.Header, opts.Stream) {
 		res = relaySSE(w, r, body, &opts)
 	} else {
 		res = relayJSON(w, r, body, &opts)
@@ -64,9 +64,11 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 	return res
 }
 
-// isStream decides the mode from the upstream Content-Type, or the request's
-// stream flag when there is none.
-func isStream(h http.Header, requested bool) bool {
+// IsStream decides whether an upstream answer is a stream: by its
+// Content-Type (text/event-stream), or the request's stream flag when it has
+// none. Response relays by it; callers that read an answer themselves decide
+// the same way.
+func IsStream(h http.Header, requested bool) bool {
 	ct := h.Get("Content-Type")
 	if ct == "" {
 		return requested

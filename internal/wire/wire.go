@@ -161,3 +161,33 @@ func ContentText(raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// TextMessage returns the chat message {"role":role,"content":content}.
+func TextMessage(role, content string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{role, content}) // strings only: cannot fail
+	return b
+}
+
+// AssistantMessage returns an assistant message with its text (possibly "")
+// and, when there are any, its tool calls in OpenAI's shape.
+func AssistantMessage(content string, calls []ToolCall) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role      string     `json:"role"`
+		Content   string     `json:"content"`
+		ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	}{"assistant", content, calls})
+	return b
+}
+
+// ToolMessage returns the tool message answering tool call callID.
+func ToolMessage(callID, content string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		Content    string `json:"content"`
+	}{"tool", callID, content})
+	return b
+}

@@ -58,7 +58,7 @@ type Config struct {
 	// disables keepalives.
 	Keepalive time.Duration
 	// Inject returns the system message placed first in every /c1 request
-	// (tenant, scope and user prompts plus memory; DECISIONS section 6), or ""
+	// (tenant prompt, scope prompt, user prompt, then the memory entries), or ""
 	// for none. It is always called on /c1. Nil injects nothing.
 	Inject func(ctx context.Context, tenantID, userID string) (string, error)
 	// Quota keeps the tenants' daily per-model budgets (model_quota_exhausted,

@@ -35,7 +35,8 @@ func (g *Gateway) healthz(w http.ResponseWriter, _ *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyReport is the ReadyReport of the spec plus the additive probes object.
+// readyReport is the ReadyReport (ready, router, local_backend) plus the
+// additive probes object.
 type readyReport struct {
 	Ready        bool                            `json:"ready"`
 	Router       upstream.Status                 `json:"router"`

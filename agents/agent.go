@@ -120,14 +120,15 @@ func Load(dir string, reg *tools.Registry) ([]Agent, []Warning, error) {
 	return out, warnings, nil
 }
 
-// agentFields are the fields of an agent file (DECISIONS 7).
+// agentFields are the fields of an agent file: {"name","description","model",
+// "system_prompt","tools":[...],"rag_index"?,"max_tool_rounds"?}.
 var agentFields = map[string]bool{"name": true, "description": true, "model": true,
 	"system_prompt": true, "tools": true, "rag_index": true, "max_tool_rounds": true}
 
 // loadFile reads and validates one agent file. An unknown field and a tool
-// listed twice are warnings, not errors: DECISIONS 7 refuses start-up only
-// for a file that is not a valid agent, and a field added by a newer version
-// of the file format should not stop a gateway.
+// listed twice are warnings, not errors: start-up is refused only for "a file
+// that is not valid JSON" (the contract) or not a valid agent, and a field added by
+// a newer version of the file format should not stop a gateway.
 func loadFile(path string) (Agent, []Warning, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

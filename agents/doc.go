@@ -23,7 +23,7 @@
 //	GET  /a1/agents/:name/sessions/:sid/lineage      agents:read   user or tenant-admin read
 //
 // Agent chat needs agents:write rather than chat:write: it is the same action
-// as a session message, which the spec puts under the agents family, and a
+// as a session message, and both are in the agents family (/a1), and a
 // token denied agents:write cannot reach it through agent_call either (whose
 // Scope is agents:write).
 //
@@ -67,7 +67,7 @@
 // "tools":[{"type":"function","function":{"name","description","parameters"}}]}
 // with the agent's tools from the registry. The injected message
 // (Config.Inject: prompts and memory) is added only when the request names a
-// user (GW-User-Id; DECISIONS 8 item 9).
+// user (GW-User-Id is optional here; "memory injection is skipped without it").
 //
 // # Tool loop
 //
@@ -159,7 +159,7 @@
 // sessions of the agent, newest first, as {"object":"list","data",
 // "limit","offset","has_more"} (limit 1..500, default 50; offset >= 0; else
 // invalid_field query.limit / query.offset). A tenant admin without GW-User-Id
-// sees every user's sessions on the GET endpoints (DECISIONS 8 item 18).
+// sees every user's sessions on the GET endpoints (docs/contract.md#818-tenant-wide-view).
 //
 // A session that does not exist, or is another user's or another tenant's, is
 // 404 session_not_found (session_id); a session of another agent than the

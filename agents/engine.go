@@ -156,7 +156,8 @@ func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, de
 }
 
 // system returns the pre-flight hook that injects memory and prompts for
-// rn's user, or nil without a user (DECISIONS 8.9) or an injector.
+// rn's user, or nil without a user ("memory injection is skipped without it")
+// or an injector.
 func (s *Service) system(rn *run) func(context.Context) (string, error) {
 	if rn.user == "" || s.inject == nil {
 		return nil

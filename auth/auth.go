@@ -3,7 +3,7 @@
 // rather than internal because embedders implement TokenCatalog and name its types.
 //
 // The default implementation, FileCatalog, reads the token file described in the
-// README (DECISIONS section 3) with LoadFile and swaps it atomically on Reload.
+// README (and in ParseCatalog) with LoadFile and swaps it atomically on Reload.
 // NewStatic builds the same immutable Catalog from Go values, for tests and
 // embedders.
 package auth
@@ -114,7 +114,8 @@ func (t *Tenant) AllowsModel(alias string) bool {
 	return false
 }
 
-// memberDenied are the scopes the member role lacks (DECISIONS section 3).
+// memberDenied are the scopes the member role lacks: "member has every scope
+// except" these three.
 var memberDenied = [...]string{"tenant_config:write", "system_prompts:write:tenant", "system_prompts:write:scope"}
 
 // Allows reports whether the principal holds scope (resource:action[:qualifier]).

@@ -267,7 +267,8 @@ func checkContentGuard(g string) error {
 }
 
 // checkCap validates one config_caps entry: the key must be a writable tenant
-// config key with a hard cap (spec Limits) and the cap at least 1.
+// config key with a hard cap, which "the operator can lift ... in token
+// configuration", and the cap at least 1.
 func checkCap(key string, v int64) error {
 	switch key {
 	case "image_gen_rate_per_hour", "image_max_ttl_hours", "compact_keep_last_n":

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// FileCatalog is the default TokenCatalog: the token file of DECISIONS section 3,
+// FileCatalog is the default TokenCatalog: the token file (format in ParseCatalog),
 // parsed by LoadFile and held as an immutable *Catalog behind an atomic pointer.
 // Lookup and Tenant read the current catalog without locking; Reload swaps in a
 // new one, so a request sees either the old catalog or the new one, never a mix.

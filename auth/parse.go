@@ -39,7 +39,7 @@ func LoadFile(path string) (*Catalog, error) {
 	return c, err
 }
 
-// ParseCatalog parses a token file (DECISIONS section 3):
+// ParseCatalog parses a token file (docs/contract.md#3-token-catalog-file, plus quotas):
 //
 //	{
 //	  "tenants": [{"id": "acme", "models": ["lm-4-scout"],

@@ -32,10 +32,10 @@ func newUUID() string {
 	return string(s[:])
 }
 
-// resolveAlias applies rule 1 of POST /c1/chat: model wins; otherwise provider
-// gives <base>-<provider> (auto: base), where base is the tenant's default_model
-// without a trailing -local, -cloudA or -cloudB (DECISIONS 8 item 6); neither
-// gives default_model.
+// resolveAlias applies the alias rule (docs/contract.md#post-c1chat): model
+// wins; otherwise provider gives <base>-<provider> (auto: base), where base is
+// the tenant's default_model without a trailing -local, -cloudA or -cloudB;
+// neither gives default_model.
 func resolveAlias(model, provider *string, defaultModel string) string {
 	if model != nil {
 		return *model
@@ -63,8 +63,8 @@ type message struct {
 }
 
 // trimHistory splits the stored history into its system messages and its
-// user/assistant messages, keeps the last 2*k of the latter when k is not nil
-// (DECISIONS 8 item 16), and returns the messages to send in their stored order
+// user/assistant messages, keeps the last 2*k of the latter when k is not nil,
+// and returns the messages to send in their stored order
 // with whether any were dropped.
 func trimHistory(history []json.RawMessage, k *int32) ([]json.RawMessage, bool) {
 	if k == nil {

@@ -55,7 +55,7 @@ type Config struct {
 	// disables keepalives.
 	Keepalive time.Duration
 	// Inject returns the system message placed first in every /c1 request
-	// (tenant, scope and user prompts plus memory; DECISIONS section 6), or ""
+	// (tenant prompt, scope prompt, user prompt, then the memory entries), or ""
 	// for none. It is always called on /c1, in the turn's one read
 	// transaction of Store (with the tenant config and the history). Nil
 	// injects nothing.

@@ -10,7 +10,7 @@
 //     message required (missing_field body.message), a string or a non-empty
 //     array of content parts; provider in auto|local|cloudA|cloudB; temperature
 //     in 0..2; keep_last_turns >= 0; max_tokens >= 0, and 0 is
-//     max_tokens_below_minimum (DECISIONS 8 item 28); images an array of
+//     max_tokens_below_minimum; images an array of
 //     {url, detail?} (body.images[N].<field>); tools an array, tool_choice
 //     auto|none|required or an object, response_format an object, attachments
 //     an array. tools, tool_choice and response_format may be absent.
@@ -24,7 +24,7 @@
 //     once it is known, errors included.
 //  3. The alias: model when set; else provider gives <base>-<provider> (auto:
 //     <base>), base being the tenant's default_model without a trailing -local,
-//     -cloudA or -cloudB (DECISIONS 8 item 6); else default_model.
+//     -cloudA or -cloudB; else default_model.
 //  4. The stored history is loaded; a conversation of another end user of the
 //     tenant answers 404 conversation_not_found (param conversation_id) and
 //     reaches no model. Ids are scoped to the tenant: an id that another
@@ -32,17 +32,17 @@
 //  5. The upstream body is an OpenAI chat-completions request: the injected
 //     system message (Config.Inject, inserted first by the pre-flight checks),
 //     the conversation's stored system prompt, the stored user/assistant messages
-//     (the last 2*keep_last_turns of them when keep_last_turns is set, DECISIONS 8
-//     item 16; a gw notice history_trimmed says when messages were left out;
+//     (the last 2*keep_last_turns of them when keep_last_turns is set; a gw
+//     notice history_trimmed says when messages were left out;
 //     stored tool calls replayed as described under "Tool calls"), and the
 //     current user message: message as given, or, when message is a string
 //     and images are given, the parts array [text, image_url...] (images is
 //     ignored when message is a parts array). tools, tool_choice,
 //     response_format, max_tokens, temperature and stream (default true) are
 //     passed through; a stream asks for usage (stream_options.include_usage,
-//     whose final usage chunk reaches the client too). attachments are handled by
-//     the pre-flight checks exactly as on /v1 (DECISIONS 8 item 31).
-//  6. The shared pre-flight checks (internal/preflight, params of the spec's
+//     whose final usage chunk reaches the client too). attachments, "the same
+//     additive field" as on /v1, are handled by the pre-flight checks as there.
+//  6. The shared pre-flight checks (internal/preflight, params of the Codes
 //     table, "body." for field errors) run on that body: model allowlist, image
 //     checks, vision capability, tool-call arguments, max_tokens flooring
 //     (gw-applied and x-rust-api-applied), context window, cloud consent.
@@ -79,7 +79,7 @@
 // away after the commit but before it read [DONE] has its turn stored.)
 //
 // The system_prompt of a request is used and stored only when the conversation
-// has no stored message yet (rule 5): it becomes the conversation's first
+// has no stored message yet: it becomes the conversation's first
 // message, role system, and is ignored on later turns.
 //
 // # Tool calls

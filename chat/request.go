@@ -32,8 +32,8 @@ type chatRequest struct {
 	Tools          json.RawMessage `json:"tools"`
 	ToolChoice     json.RawMessage `json:"tool_choice"`
 	ResponseFormat json.RawMessage `json:"response_format"`
-	// Attachments is the additive field of DECISIONS 8 item 31, handled by the
-	// shared pre-flight checks exactly as on /v1/chat/completions.
+	// Attachments is "the same additive field" as on /v1/chat/completions,
+	// handled by the shared pre-flight checks exactly as there.
 	Attachments json.RawMessage `json:"attachments"`
 }
 
@@ -212,8 +212,7 @@ func decodeImages(raw json.RawMessage) ([]imageRef, error) {
 	return images, nil
 }
 
-// Conversation-id headers: both names are sent and either is accepted
-// (DECISIONS section 5).
+// Conversation-id headers: both names are sent and either is accepted.
 const (
 	HeaderConversationID  = "Gw-Conversation-Id"
 	HeaderXConversationID = "X-Conversation-Id"

@@ -16,7 +16,7 @@ import (
 // MaxIDLength is the longest conversation id, in bytes, that Append stores.
 const MaxIDLength = 256
 
-// Summary is one conversation of a list page (the spec's ConversationSummary).
+// Summary is one conversation of a list page (a ConversationSummary on the wire).
 type Summary struct {
 	ID           string
 	UserID       string

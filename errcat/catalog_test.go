@@ -18,10 +18,10 @@ import (
 	"github.com/chatgw/gateway/errcat"
 )
 
-// additions are the codes chatgw adds to the spec's Codes table.
+// additions are the codes chatgw adds to the Codes table (docs/contract.md#codes).
 var additions = []errcat.Code{}
 
-// specRow is what the spec's Codes table states about one code.
+// specRow is what the Codes table states about one code.
 type specRow struct {
 	Type   errcat.Type
 	Status int
@@ -31,7 +31,7 @@ type specRow struct {
 // paramRE finds a param named in the Condition column: "(`name`)".
 var paramRE = regexp.MustCompile("\\(`([^`]+)`\\)")
 
-// readSpecCodes parses testdata/spec_codes.md, a verbatim copy of the spec's table.
+// readSpecCodes parses testdata/spec_codes.md, a verbatim copy of the Codes table.
 func readSpecCodes(t *testing.T) (order []errcat.Code, rows map[errcat.Code]specRow) {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "spec_codes.md"))

@@ -9,7 +9,8 @@ import (
 )
 
 // docsPage is the HTML of GET /docs/errors. Every code has a section whose id is
-// the code, so /docs/errors#<code> anchors are stable (the spec forbids changing them).
+// the code, so /docs/errors#<code> anchors are stable ("Published HTML anchors
+// for codes do not change").
 const docsPage = `<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -1,7 +1,7 @@
 package errcat
 
-// entries is the catalog, in the order of the spec's Codes table; chatgw's own
-// additions come last. Adding an entry is non-breaking; renaming or removing one
+// entries is the catalog, in the order of the Codes table (docs/contract.md#codes);
+// chatgw's own additions come last. Adding an entry is non-breaking; renaming or removing one
 // bumps Version. Titles read as messages: Write sends them when an *Error has none.
 var entries = []Entry{
 	{

@@ -15,7 +15,7 @@ import (
 // Code is a stable machine-readable error code, sent as error.code and gw_code.
 type Code string
 
-// The codes of the spec's Errors part, in its order.
+// The codes of the Codes table (docs/contract.md#codes), in its order.
 const (
 	MissingAuthorization        Code = "missing_authorization"
 	InvalidAuthorization        Code = "invalid_authorization"

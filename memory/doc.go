@@ -52,8 +52,8 @@
 //	DELETE /v1/system-prompts/:level/v/:n       hard delete; 200 {"deleted":true,"n":n}
 //	DELETE /v1/system-prompts/:level            soft delete; 200 {"deleted":true|false} (whether a version was current)
 //
-// A version is {"n","content","is_current","created_at"}. State transitions
-// (spec's states table): hard delete of the current version is 409
+// A version is {"n","content","is_current","created_at"}. State transitions:
+// hard delete of the current version is 409
 // system_prompt_current_locked (param "version") and changes nothing; a
 // rollback makes n current and the former current version deletable; a soft
 // delete leaves no current version, after which every version may be

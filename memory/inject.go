@@ -10,7 +10,7 @@ import (
 )
 
 // SystemContext returns the text of the system message that chats of userID in
-// tenantID get in first position (DECISIONS section 6), or "" when the tenant
+// tenantID get in first position, or "" when the tenant
 // stored nothing that applies. The format is described in the package doc.
 //
 // It reads everything in one read transaction: five key lookups when nothing is

@@ -23,8 +23,8 @@ func versionsOf(current any, vs ...map[string]any) map[string]any {
 	return map[string]any{"object": "list", "level": "tenant", "current": current, "data": data}
 }
 
-// TestPromptTransitions walks every row of the spec's states table for
-// system-prompt versions, and the version numbering.
+// TestPromptTransitions walks every row of the states table for system-prompt
+// versions (docs/contract.md#states-and-transitions), and the version numbering.
 func TestPromptTransitions(t *testing.T) {
 	const base = "/v1/system-prompts/tenant"
 	notFound := wantErr(errcat.SystemPromptVersionNotFound, "version")

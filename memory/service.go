@@ -11,7 +11,8 @@ import (
 	"github.com/chatgw/gateway/store"
 )
 
-// Limits of the spec (KB = 1024 bytes, sizes in UTF-8 bytes).
+// Size limits: "memory buckets 16384 bytes, a system-prompt level 8192 bytes.
+// Sizes count UTF-8 bytes."
 const (
 	// BucketCapBytes is the cap of one memory bucket: the sum over its entries
 	// of len(key) + len(value). A write that lands exactly on the cap is accepted.

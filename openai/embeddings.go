@@ -11,7 +11,8 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// Embedding input limits (spec Limits, DECISIONS 8 item 8: sizes are UTF-8 bytes).
+// Embedding input limits: "256 elements; 8192 bytes (about 2k tokens) each",
+// sizes in UTF-8 bytes.
 const (
 	// MaxEmbeddingInputs is the largest number of elements of an embeddings input.
 	MaxEmbeddingInputs = 256
@@ -19,7 +20,7 @@ const (
 	MaxEmbeddingInputBytes = 8192
 	// EmbeddingTokenBytes is what one token of a token-array element counts
 	// towards MaxEmbeddingInputBytes: token ids are 32-bit integers, so a
-	// token array may hold up to 2048 tokens, the spec's "about 2k tokens".
+	// token array may hold up to 2048 tokens, the limit's "about 2k tokens".
 	EmbeddingTokenBytes = 4
 )
 

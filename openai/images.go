@@ -27,7 +27,7 @@ import (
 
 // Images serves the generated-image endpoints of /v1 and purges expired
 // images. Generated images are kept in the Store, tenant-scoped (no per-user
-// filter; GW-User-Id is optional everywhere, DECISIONS 8 item 25), each with a
+// filter; GW-User-Id is optional everywhere), each with a
 // time-to-live.
 //
 // # POST /v1/images/generations
@@ -140,7 +140,7 @@ type ImagesConfig struct {
 // Image limits and defaults.
 const (
 	// DefaultImageTTLHours is the time-to-live of an image whose request has no
-	// ttl_hours (spec States: default 12 h).
+	// ttl_hours ("TTL default 12 h, up to 7 days via ttl_hours").
 	DefaultImageTTLHours = 12
 	// MaxImagesPerRequest is the largest n of a generation request.
 	MaxImagesPerRequest = 10

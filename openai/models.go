@@ -11,7 +11,7 @@ import (
 	"github.com/chatgw/gateway/internal/httpx"
 )
 
-// modelsTTL is how long a computed /v1/models list is served (spec Limits).
+// modelsTTL is how long a computed /v1/models list is served ("Cached for 60 s").
 const modelsTTL = 60 * time.Second
 
 type modelList struct {

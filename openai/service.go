@@ -41,10 +41,10 @@
 // # GET /v1/info
 //
 // The ModelCatalog, {"models":[ModelInfo...],"notes"}, restricted to the aliases
-// the tenant's allowlist allows: the same aliases as /v1/models, so that the
-// spec's "list of exposed aliases" is one list, and a client choosing a model
+// the tenant's allowlist allows: the same aliases as /v1/models, so that "the
+// list of exposed aliases" is one list, and a client choosing a model
 // from /v1/info never meets model_not_in_allowlist. Catalog-file-only fields
-// (base_url_env) are left out; kind is an additive field (DECISIONS 8 item 5).
+// (base_url_env) are left out; kind is an additive field of ModelInfo.
 package openai
 
 import (

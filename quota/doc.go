@@ -1,6 +1,5 @@
 // Package quota keeps the per-tenant, per-model daily budgets behind the 429s
-// model_quota_exhausted and cloudB_daily_quota_exhausted (spec Errors; issue 3,
-// item 8).
+// model_quota_exhausted and cloudB_daily_quota_exhausted (docs/contract.md#codes).
 //
 // It is a top-level leaf package, not internal, because the public Configs of
 // the chat families (openai, chat, agents) take its *Accountant so that /v1,
@@ -9,7 +8,7 @@
 //
 // # Configuration
 //
-// Budgets come from the token file (DECISIONS section 3), on a tenant:
+// Budgets come from the token file (quotas, a chatgw field: docs/decisions.md), on a tenant:
 //
 //	"quotas": {"lm-4-scout-cloudB": {"tokens_per_day": 100000, "requests_per_day": 500}}
 //
@@ -52,7 +51,7 @@
 // # Errors
 //
 // A refusal is an *errcat.Error with Retry-After set to the whole seconds until
-// the next 00:00 UTC (at least 1, DECISIONS section 8 item 22):
+// the next 00:00 UTC (rounded up, at least 1, as every Retry-After):
 //
 //   - an alias whose every backend has provider cloudB (a pinned cloudB alias)
 //     gives 429 cloudB_daily_quota_exhausted, param "model", and the top-level

@@ -9,8 +9,8 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// modelExhaustedMessage is the message of model_quota_exhausted. The spec wants
-// it to name no upstream provider and give no token counts; it does not name the
+// modelExhaustedMessage is the message of model_quota_exhausted, whose body
+// "names no upstream provider and gives no token counts"; it does not name the
 // alias either, since aliases such as lm-4-scout-cloudA carry a provider name.
 const modelExhaustedMessage = "The tenant's daily budget for this model is used up; " +
 	"it resets at midnight UTC (see Retry-After)."

@@ -3,8 +3,8 @@
 // (BM25 over passages of the documents, no external service), and provides
 // the rag_search tool that models and agents use to query them.
 //
-// It is a top-level package, like the other API families (DECISIONS section 1
-// lists rag/ in the module's top level), because two families use it without
+// It is a top-level package, like the other API families (the module's agreed
+// layout puts rag/ at the top level), because two families use it without
 // importing each other: the /a1/rag routes the root wires, and agents, whose
 // agent files name a rag_index and whose tool loop runs rag_search. The root
 // builds one Service and hands Search and Tool to the agents package; rag

@@ -91,7 +91,7 @@
 //	                      after what the run left running has been killed)
 //
 // succeeded, failed and cancelled are final. Cancelling a final run changes
-// nothing and answers 200 with the run as it is (the spec has no code for
+// nothing and answers 200 with the run as it is (the Codes table has no code for
 // it, and a retried cancel should not fail). Cancelling a running run
 // answers once the command has ended, so the answer shows cancelled.
 //

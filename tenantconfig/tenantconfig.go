@@ -13,7 +13,8 @@
 //	image_max_ttl_hours      integer  168           1 .. 720
 //	compact_keep_last_n      integer  20            1 .. 200
 //
-// The maxima are the spec's hard caps. A tenant's config_caps in the token file
+// The maxima are the hard caps, which "the operator can lift ... in token
+// configuration": a tenant's config_caps in the token file
 // replace the cap of a key (normally to lift it; a lower value lowers it). The
 // effective value of an integer key is the stored value, or the default, clamped
 // into the key's current range, so that a cap lowered by the operator applies at
@@ -110,7 +111,7 @@ func intKeys() []intKey {
 }
 
 // Cap returns the largest value tenant t may set for the integer key: the
-// tenant's config_caps entry when it has one, else the spec's hard cap; 0 for a
+// tenant's config_caps entry when it has one, else the hard cap; 0 for a
 // key without a cap.
 func Cap(t *auth.Tenant, key string) int {
 	for _, k := range intKeys() {

@@ -79,7 +79,7 @@ func (r *Registry) Execute(w http.ResponseWriter, req *http.Request) {
 }
 
 // locateInBody gives an argument's field error the location it has in the
-// request body (DECISIONS 8.2: "body.<field>", nested with dots): a tool names
+// request body (a location path, "body.<field>" nested with dots): a tool names
 // its argument "arguments.key" wherever it is called from, and over HTTP that
 // is "body.arguments.key".
 func locateInBody(err error) error {

@@ -156,7 +156,7 @@ func (r *Registry) Run(ctx context.Context, name string, call Call) (any, error)
 }
 
 // errToolNotFound is 400 invalid_field "body.name": the name is outside the set
-// of registered tools. The spec's catalog has exactly 50 codes and none for an
+// of registered tools. The Codes table (docs/contract.md#codes) has no code for an
 // unknown tool, so the gateway does not invent one.
 func errToolNotFound(name string) *errcat.Error {
 	return errcat.Newf(errcat.InvalidField, "body.name", "No tool named %q is registered.", name)

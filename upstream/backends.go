@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// The default upstream time-outs (DECISIONS 8 item 12).
+// The default upstream time-outs: connect 5 s, first byte 120 s (a trigger for
+// fallback), total 600 s.
 const (
 	DefaultConnectTimeout   = 5 * time.Second
 	DefaultFirstByteTimeout = 120 * time.Second

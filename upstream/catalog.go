@@ -2,7 +2,7 @@ package upstream
 
 import "slices"
 
-// Status is a BackendStatus of the spec.
+// Status is a backend's status as the wire names it (BackendStatus).
 type Status string
 
 // The BackendStatus values.

@@ -78,7 +78,7 @@ func WithTransport(rt http.RoundTripper) Option {
 }
 
 // WithProbeTimeout sets the time-out of each readiness probe; d must be positive.
-// Default: 1 s (the spec's value).
+// Default: 1 s (each backend is probed "with a 1 s timeout").
 func WithProbeTimeout(d time.Duration) Option {
 	return func(o *routerOptions) { o.probeTimeout = d }
 }
@@ -163,7 +163,7 @@ func (r *Router) Close() error {
 // every attempt failed, the error is that of the last backend that answered,
 // else 504 upstream_timeout when a backend took the request but stayed silent
 // past the first-byte time-out, else 503 upstream_unavailable (none could be
-// connected to; DECISIONS 8 item 20). The total time-out bounds the whole call, reading the body
+// connected to). The total time-out bounds the whole call, reading the body
 // included; closing Body releases the call. Response.Fallback is true when an
 // earlier configured backend of the chain was tried and failed.
 func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {

@@ -10,7 +10,7 @@
 //
 // assets/openapi.json is the hand-maintained source of the description: every
 // operation of the /v1, /c1 and /a1 families and the public endpoints, with the
-// payload shapes of the interface specification, of shared/DECISIONS.md and of
+// payload shapes of the interface and the decisions in docs/contract.md and of
 // docs/decisions.md. Each operation names the scope it needs in the extension
 // x-gw-scope. The root package's tests check the document against the route
 // table both ways (every route described, nothing described that is not routed,

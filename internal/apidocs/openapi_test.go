@@ -375,7 +375,7 @@ func TestOpenAPISecurity(t *testing.T) {
 	}
 }
 
-// TestOpenAPIHeaders checks that the wire headers of the spec and DECISIONS are
+// TestOpenAPIHeaders checks that the wire headers docs/contract.md names are
 // described, as request parameters or response headers.
 func TestOpenAPIHeaders(t *testing.T) {
 	doc := document(t, "0.1.0")

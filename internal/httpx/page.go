@@ -7,8 +7,9 @@ import (
 	"github.com/chatgw/gateway/errcat"
 )
 
-// Page-size bounds of every list endpoint (DECISIONS 8): limit defaults to
-// DefaultPageLimit and must be 1..MaxPageLimit.
+// Page-size bounds of every list endpoint, those of the conversation list
+// ("default 50, maximum 500"; a limit "over 500 or below 1" is 400
+// invalid_field): limit defaults to DefaultPageLimit and must be 1..MaxPageLimit.
 const (
 	DefaultPageLimit = 50
 	MaxPageLimit     = 500

@@ -11,7 +11,7 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// Params of the spec's Codes table, the same on /v1 and /c1.
+// Params as the Codes table names them (docs/contract.md#codes), the same on /v1 and /c1.
 const (
 	paramModel         = "model"
 	paramMaxTokens     = "max_tokens"
@@ -116,7 +116,7 @@ func (r *request) readFields(res *Result) (outputLimits, error) {
 	return l, err
 }
 
-// floor applies the model's min_max_tokens (DECISIONS 8 item 19): a value
+// floor applies the model's min_max_tokens: a value
 // below 1 is max_tokens_below_minimum, a value below the minimum is raised to
 // it. It returns the replacement values of max_tokens and
 // max_completion_tokens (nil: unchanged) and sets res.FlooredMaxTokens and

@@ -34,8 +34,8 @@
 // # Checks, in the order they are made
 //
 // The first failing check answers. p is Request.ParamPrefix ("" on /v1,
-// "body." on /c1); params without p are the spec's Codes table strings and are
-// the same on both endpoints (DECISIONS 8 items 2, 23).
+// "body." on /c1); a param without p is the one the code's row of the Codes
+// table names, "exactly that string", the same on both endpoints.
 //
 //  1. Not one JSON object: invalid_json.
 //  2. messages absent: missing_field p+"messages"; model absent: missing_field p+"model".
@@ -93,7 +93,7 @@
 // converted attachments included. A model whose context_window is 0 is not
 // checked.
 //
-// # Attachments (DECISIONS 8 item 31)
+// # Attachments
 //
 // A top-level "attachments" array holds {"kind":"image","url":<data URI>,
 // "detail"?} and {"kind":"document","doc_name":<string>,"content":<string>,

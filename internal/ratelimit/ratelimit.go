@@ -1,4 +1,4 @@
-// Package ratelimit holds the gateway's per-token token buckets (spec Limits:
+// Package ratelimit holds the gateway's per-token token buckets (rate
 // 1 request per second, burst 30 by default, keyed by the SHA-256 of the bearer
 // token, never by IP address).
 //
@@ -93,8 +93,8 @@ func New(c clock.Clock, def auth.Rate) *Limiter {
 // reports whether the request may pass. rate is the token's own rate
 // (auth.Principal.Rate); nil means the Limiter's default. When the bucket is
 // empty, Allow returns false and retryAfter, the time until one token is back in
-// whole seconds, rounded up, at least 1 s (the Retry-After header; DECISIONS 8
-// items 1 and 22); retryAfter is 0 when ok.
+// whole seconds, rounded up, at least 1 s (the Retry-After header's value);
+// retryAfter is 0 when ok.
 //
 // When a token's rate changes (a catalog reload), its bucket keeps the share of
 // its capacity that is used and adopts the new rate: the used tokens are carried

@@ -39,7 +39,8 @@
 //	event: gw.notice
 //	data: {"id":<id>,"object":"chat.completion.chunk","created":<created>,"model":<model>,"choices":[],"gw_notice":{"code":...,"message":...}}
 //
-// reusing the stream's own id, created and model (DECISIONS 5), and then
+// reusing the stream's own id, created and model (client accumulators such as
+// openai-go's reject a chunk with another id), and then
 // data: [DONE]. When the upstream stream fails, ends without [DONE], or sends an
 // error object ({"error":...}) as data, the stream ends with
 //

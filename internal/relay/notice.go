@@ -4,13 +4,14 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// Notice is a note about how a successful answer came about (spec Events 2).
+// Notice is a note about how a successful (HTTP 200) answer came about; notices
+// "are not errors".
 type Notice struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
-// Notice codes (DECISIONS 5).
+// Notice codes: every code the contract gives GW-Notice and gw.notice events.
 const (
 	NoticeToolLoopCapped   = "tool_loop_capped"
 	NoticeToolCallStripped = "tool_call_stripped"

@@ -15,7 +15,7 @@ const DefaultKeepalive = 15 * time.Second
 const (
 	// HeaderApplied carries what the gateway changed in the request
 	// (max_tokens_floored=<N>); HeaderAppliedLegacy carries the same value under
-	// the interface description's name (DECISIONS 5).
+	// the interface description's name ("both names appear").
 	HeaderApplied       = "Gw-Applied"
 	HeaderAppliedLegacy = "X-Rust-Api-Applied"
 	// HeaderNotice lists the notice codes of a JSON answer.

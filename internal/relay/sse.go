@@ -94,7 +94,8 @@ type noticeChunk struct {
 }
 
 // Notice sends n as a gw.notice event shaped like a chunk of this stream with no
-// choices (DECISIONS 5). Send notices before Done.
+// choices, so that OpenAI client libraries treat it like the usage chunk. Send
+// notices before Done.
 func (s *SSE) Notice(n Notice) error {
 	b, err := json.Marshal(noticeChunk{
 		ID: s.meta.ID, Object: "chat.completion.chunk", Created: s.meta.Created,

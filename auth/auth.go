@@ -89,7 +89,7 @@ type Tenant struct {
 // Settings are the operator-controlled settings of a tenant.
 type Settings struct {
 	CloudDocConsent  bool     `json:"c1_cloud_doc_consent"`
-	ContentGuard     string   `json:"content_guard"` // "", "audit" or "block"
+	ContentGuard     string   `json:"content_guard"` // "off" (or "", the default), "audit" or "block"
 	CodingAgentRepos []string `json:"coding_agent_repos"`
 }
 

@@ -260,10 +260,10 @@ func checkRate(r Rate) error {
 
 func checkContentGuard(g string) error {
 	switch g {
-	case "", "audit", "block":
+	case "", "off", "audit", "block":
 		return nil
 	}
-	return fmt.Errorf("settings: unknown content_guard %q (want \"audit\" or \"block\")", g)
+	return fmt.Errorf("settings: unknown content_guard %q (want \"off\", \"audit\" or \"block\")", g)
 }
 
 // checkCap validates one config_caps entry: the key must be a writable tenant

@@ -274,3 +274,18 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// TestContentGuardValues: the content_guard setting is "off" (the default),
+// "audit" or "block"; "off" is accepted as written, like an absent setting.
+func TestContentGuardValues(t *testing.T) {
+	for _, v := range []string{"off", "audit", "block"} {
+		data := []byte(`{"tenants":[{"id":"a","settings":{"content_guard":"` + v + `"}}],"tokens":[]}`)
+		c, err := auth.ParseCatalog(data)
+		if err != nil {
+			t.Fatalf("content_guard %q: %v", v, err)
+		}
+		if a, _ := c.Tenant("a"); a.Settings.ContentGuard != v {
+			t.Errorf("content_guard %q read as %q", v, a.Settings.ContentGuard)
+		}
+	}
+}

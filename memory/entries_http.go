@@ -46,7 +46,7 @@ type entryInput struct {
 // PutEntry handles POST /v1/memory (scope memory:write): upsert of
 // {"key","value","visibility","scope_id"?}; 200 with the Entry.
 func (s *Service) PutEntry(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, decodePut, func(ctx context.Context, in entryInput) (Entry, error) {
+	httpx.Handle(w, r, decodePut, func(ctx context.Context, in entryInput) (Entry, error) {
 		return s.putEntry(ctx, in.b, in.key, in.value)
 	})
 }
@@ -129,7 +129,7 @@ func queryEntry(r *http.Request) (entryInput, error) {
 // {"object":"list","data":[Entry...]} sorted by key; without visibility, the
 // private entries of the caller then the public entries of the scope.
 func (s *Service) ListEntries(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, listedBuckets, func(ctx context.Context, bs []bucketKey) (entryList, error) {
+	httpx.Handle(w, r, listedBuckets, func(ctx context.Context, bs []bucketKey) (entryList, error) {
 		es, err := s.listEntries(ctx, bs...)
 		return entryList{Object: "list", Data: es}, err
 	})
@@ -139,7 +139,7 @@ func (s *Service) ListEntries(w http.ResponseWriter, r *http.Request) {
 // memory:write): {"deleted":true} when the entry existed, {"deleted":false}
 // otherwise.
 func (s *Service) DeleteEntry(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, queryEntry, func(ctx context.Context, in entryInput) (map[string]bool, error) {
+	httpx.Handle(w, r, queryEntry, func(ctx context.Context, in entryInput) (map[string]bool, error) {
 		deleted, err := s.deleteEntry(ctx, in.b, in.key)
 		return map[string]bool{"deleted": deleted}, err
 	})
@@ -148,5 +148,5 @@ func (s *Service) DeleteEntry(w http.ResponseWriter, r *http.Request) {
 // GetUsage handles GET /v1/memory/usage?visibility=&scope_id= (scope
 // memory:read): {"used_bytes","cap_bytes","entries"} of the bucket.
 func (s *Service) GetUsage(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, queryBucket, s.usage)
+	httpx.Handle(w, r, queryBucket, s.usage)
 }

@@ -118,7 +118,7 @@ func decodePromptPut(r *http.Request) (promptPut, error) {
 // system_prompts:write:{level}): {"content","scope_id"?} becomes version
 // last+1 and current; 200 with the Version.
 func (s *Service) PutPrompt(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, decodePromptPut, func(ctx context.Context, in promptPut) (Version, error) {
+	httpx.Handle(w, r, decodePromptPut, func(ctx context.Context, in promptPut) (Version, error) {
 		return s.putVersion(ctx, in.ref, in.content)
 	})
 }
@@ -127,14 +127,14 @@ func (s *Service) PutPrompt(w http.ResponseWriter, r *http.Request) {
 // system_prompts:read): 200 with the current Version, or 404
 // system_prompt_version_not_found when the level has none.
 func (s *Service) GetPrompt(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, queryPromptRef, s.current)
+	httpx.Handle(w, r, queryPromptRef, s.current)
 }
 
 // ListPromptVersions handles GET /v1/system-prompts/{level}/versions?scope_id=
 // (scope system_prompts:read): {"object":"list","level","current","data":[Version...]}
 // oldest first.
 func (s *Service) ListPromptVersions(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, queryPromptRef, func(ctx context.Context, p promptRef) (versionList, error) {
+	httpx.Handle(w, r, queryPromptRef, func(ctx context.Context, p promptRef) (versionList, error) {
 		vs, err := s.versions(ctx, p)
 		if err != nil {
 			return versionList{}, err
@@ -154,7 +154,7 @@ func (s *Service) ListPromptVersions(w http.ResponseWriter, r *http.Request) {
 // or restore after a soft delete); 200 with the Version; unknown n is 404
 // system_prompt_version_not_found.
 func (s *Service) SetCurrentPrompt(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, queryVersionRef, func(ctx context.Context, v versionRef) (Version, error) {
+	httpx.Handle(w, r, queryVersionRef, func(ctx context.Context, v versionRef) (Version, error) {
 		return s.setCurrent(ctx, v.promptRef, v.n)
 	})
 }
@@ -164,7 +164,7 @@ func (s *Service) SetCurrentPrompt(w http.ResponseWriter, r *http.Request) {
 // the current version is 409 system_prompt_current_locked, an unknown one 404
 // system_prompt_version_not_found.
 func (s *Service) DeletePromptVersion(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, queryVersionRef, func(ctx context.Context, v versionRef) (map[string]any, error) {
+	httpx.Handle(w, r, queryVersionRef, func(ctx context.Context, v versionRef) (map[string]any, error) {
 		if err := s.deleteVersion(ctx, v.promptRef, v.n); err != nil {
 			return nil, err
 		}
@@ -177,7 +177,7 @@ func (s *Service) DeletePromptVersion(w http.ResponseWriter, r *http.Request) {
 // has no current one; 200 {"deleted":true} when one was current,
 // {"deleted":false} when none was.
 func (s *Service) DeletePrompt(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, queryPromptRef, func(ctx context.Context, p promptRef) (map[string]bool, error) {
+	httpx.Handle(w, r, queryPromptRef, func(ctx context.Context, p promptRef) (map[string]bool, error) {
 		had, err := s.softDelete(ctx, p)
 		return map[string]bool{"deleted": had}, err
 	})

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"context"
 	"net/http"
 	"unicode/utf8"
 
@@ -111,26 +110,6 @@ func (b bucketKey) prefix() []byte {
 
 // entryKey is the key of entry key in the bucket.
 func (b bucketKey) entryKey(key string) []byte { return store.AppendString(b.prefix(), key) }
-
-// handle is the shape every HTTP handler of the package shares: resolve
-// decodes and validates the request into the input of call, and call's answer
-// is written with 200. The first error of either is written as the error
-// envelope instead (call's answer is then dropped), so a handler states only
-// how it reads its input and what it calls.
-func handle[In, Out any](w http.ResponseWriter, r *http.Request,
-	resolve func(*http.Request) (In, error), call func(context.Context, In) (Out, error)) {
-	in, err := resolve(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	out, err := call(r.Context(), in)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-}
 
 // userOf returns the GW-User-Id of r, or missing_field.
 func userOf(r *http.Request) (string, error) {

@@ -39,7 +39,7 @@ type searchInput struct {
 // ListIndices handles GET /a1/rag/indices (scope rag:read):
 // {"object":"list","data":[IndexInfo...]} sorted by id.
 func (s *Service) ListIndices(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, httpx.TenantID, func(ctx context.Context, tenant string) (list[IndexInfo], error) {
+	httpx.Handle(w, r, httpx.TenantID, func(ctx context.Context, tenant string) (list[IndexInfo], error) {
 		ixs, err := s.listIndices(ctx, tenant)
 		return newList(ixs), err
 	})
@@ -49,7 +49,7 @@ func (s *Service) ListIndices(w http.ResponseWriter, r *http.Request) {
 // rag:write): {"documents":[{"doc_id","text","metadata"?}...]} becomes the
 // whole content of the index, which is created when missing; 200 WriteResult.
 func (s *Service) ReplaceDocuments(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, decodeWrite, func(ctx context.Context, in writeInput) (WriteResult, error) {
+	httpx.Handle(w, r, decodeWrite, func(ctx context.Context, in writeInput) (WriteResult, error) {
 		return s.write(ctx, in.tenant, in.index, in.docs, true)
 	})
 }
@@ -58,7 +58,7 @@ func (s *Service) ReplaceDocuments(w http.ResponseWriter, r *http.Request) {
 // rag:write): the named documents are added to the index, replacing those
 // with the same doc_id; the index is created when missing; 200 WriteResult.
 func (s *Service) AppendDocuments(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, decodeWrite, func(ctx context.Context, in writeInput) (WriteResult, error) {
+	httpx.Handle(w, r, decodeWrite, func(ctx context.Context, in writeInput) (WriteResult, error) {
 		return s.write(ctx, in.tenant, in.index, in.docs, false)
 	})
 }
@@ -66,7 +66,7 @@ func (s *Service) AppendDocuments(w http.ResponseWriter, r *http.Request) {
 // ListDocuments handles GET /a1/rag/indices/:id/documents (scope rag:read):
 // {"object":"list","data":[DocumentInfo...]} sorted by doc_id, without texts.
 func (s *Service) ListDocuments(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, pathIndex, func(ctx context.Context, in docInput) (list[DocumentInfo], error) {
+	httpx.Handle(w, r, pathIndex, func(ctx context.Context, in docInput) (list[DocumentInfo], error) {
 		docs, err := s.listDocs(ctx, in.tenant, in.index)
 		return newList(docs), err
 	})
@@ -75,7 +75,7 @@ func (s *Service) ListDocuments(w http.ResponseWriter, r *http.Request) {
 // GetDocument handles GET /a1/rag/indices/:id/documents/:doc_id (scope
 // rag:read): the DocumentWithText.
 func (s *Service) GetDocument(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, pathDoc, func(ctx context.Context, in docInput) (DocumentWithText, error) {
+	httpx.Handle(w, r, pathDoc, func(ctx context.Context, in docInput) (DocumentWithText, error) {
 		return s.getDoc(ctx, in.tenant, in.index, in.doc)
 	})
 }
@@ -83,7 +83,7 @@ func (s *Service) GetDocument(w http.ResponseWriter, r *http.Request) {
 // DeleteDocument handles DELETE /a1/rag/indices/:id/documents/:doc_id (scope
 // rag:write): {"deleted":true,"id","doc_id"}; the index stays, even empty.
 func (s *Service) DeleteDocument(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, pathDoc, func(ctx context.Context, in docInput) (DeleteResult, error) {
+	httpx.Handle(w, r, pathDoc, func(ctx context.Context, in docInput) (DeleteResult, error) {
 		return s.deleteDoc(ctx, in.tenant, in.index, in.doc)
 	})
 }
@@ -92,7 +92,7 @@ func (s *Service) DeleteDocument(w http.ResponseWriter, r *http.Request) {
 // {"object":"list","data":[Hit...]}, the k best chunks (default DefaultK, 1 to
 // MaxK) for q; see Search.
 func (s *Service) SearchIndex(w http.ResponseWriter, r *http.Request) {
-	handle(w, r, decodeSearch, func(ctx context.Context, in searchInput) (list[Hit], error) {
+	httpx.Handle(w, r, decodeSearch, func(ctx context.Context, in searchInput) (list[Hit], error) {
 		hits, err := s.Search(ctx, in.tenant, in.index, in.q, in.k)
 		return newList(hits), err
 	})

@@ -1,12 +1,8 @@
 package rag
 
 import (
-	"context"
-	"net/http"
-
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -126,25 +122,6 @@ func ValidID(s string) bool {
 		}
 	}
 	return true
-}
-
-// handle is the shape every HTTP handler of the package shares: resolve
-// decodes and validates the request into the input of call, and call's answer
-// is written with 200. The first error of either is written as the error
-// envelope instead.
-func handle[In, Out any](w http.ResponseWriter, r *http.Request,
-	resolve func(*http.Request) (In, error), call func(context.Context, In) (Out, error)) {
-	in, err := resolve(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	out, err := call(r.Context(), in)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 // errIndexNotFound is 404 index_not_found (param "id").

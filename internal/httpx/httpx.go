@@ -162,3 +162,22 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := errcat.Write(w, err)
 	InfoFrom(r.Context()).Err = e
 }
+
+// Handle is the shape of a handler that decodes a request and answers JSON:
+// resolve decodes and validates the request into the input of call, and
+// call's answer is written with 200 (WriteJSON). The first error of either is
+// written as the error envelope instead (WriteError).
+func Handle[In, Out any](w http.ResponseWriter, r *http.Request,
+	resolve func(*http.Request) (In, error), call func(context.Context, In) (Out, error)) {
+	in, err := resolve(r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	out, err := call(r.Context(), in)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, out)
+}

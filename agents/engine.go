@@ -141,7 +141,7 @@ func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, de
 		Catalog:      s.catalog,
 		ParamPrefix:  "body.",
 		CloudConsent: rn.consent,
-		System:       s.system(rn),
+		System:       preflight.Injector(s.inject, rn.principal.Tenant.ID, rn.user),
 	})
 	if err != nil {
 		return nil, err
@@ -153,23 +153,6 @@ func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, de
 		return nil, errcat.Internal(fmt.Errorf("agents: %w", err))
 	}
 	return history, nil
-}
-
-// system returns the pre-flight hook that injects memory and prompts for
-// rn's user, or nil without a user ("memory injection is skipped without it")
-// or an injector.
-func (s *Service) system(rn *run) func(context.Context) (string, error) {
-	if rn.user == "" || s.inject == nil {
-		return nil
-	}
-	tenant, user := rn.principal.Tenant.ID, rn.user
-	return func(ctx context.Context) (string, error) {
-		text, err := s.inject(ctx, tenant, user)
-		if err != nil {
-			return "", errcat.As(err)
-		}
-		return text, nil
-	}
 }
 
 // toolLoop is the state of an agent's tool loop between rounds.

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -33,11 +32,7 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		Catalog:      s.catalog,
 		CloudConsent: strings.Join(r.Header.Values(preflight.HeaderCloudConsent), ","),
 		Consents:     s.consents,
-	}
-	if user := httpx.UserID(r); user != "" && s.inject != nil {
-		req.System = func(ctx context.Context) (string, error) {
-			return s.inject(ctx, p.Tenant.ID, user)
-		}
+		System:       preflight.Injector(s.inject, p.Tenant.ID, httpx.UserID(r)),
 	}
 	pf, err := preflight.Check(ctx, req)
 	if err != nil {

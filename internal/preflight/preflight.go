@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/jsonscan"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -44,6 +45,23 @@ type Request struct {
 	// Consents holds persisted consent grants; nil means none are stored and
 	// ;persist entries are ignored.
 	Consents Consents
+}
+
+// Injector returns the Request.System hook that injects memory and prompts
+// for user in tenant through inject: nil (no injection) when inject is nil or
+// the request names no user, which skips per-user injection. An error of
+// inject that is not an *errcat.Error is reported as internal_error.
+func Injector(inject func(ctx context.Context, tenantID, userID string) (string, error), tenant, user string) func(context.Context) (string, error) {
+	if inject == nil || user == "" {
+		return nil
+	}
+	return func(ctx context.Context) (string, error) {
+		text, err := inject(ctx, tenant, user)
+		if err != nil {
+			return "", errcat.As(err)
+		}
+		return text, nil
+	}
 }
 
 // Result is a request that passed every check, rewritten for the upstream.

@@ -203,7 +203,7 @@ func (m *Images) Generate(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	obj, err := parseObject(body)
+	obj, err := httpx.ParseObject(body)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -251,9 +251,9 @@ func (m *Images) Generate(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkGenerate applies the request checks of Generate.
-func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Config) (*genRequest, error) {
+func (m *Images) checkGenerate(obj httpx.Object, t *auth.Tenant, cfg tenantconfig.Config) (*genRequest, error) {
 	req := &genRequest{n: 1, format: "url"}
-	if raw := obj.get("model"); wire.IsNull(raw) {
+	if raw := obj.Get("model"); wire.IsNull(raw) {
 		for i := range m.catalog.Models {
 			if mi := &m.catalog.Models[i]; mi.Kind == upstream.KindImageGeneration && t.AllowsModel(mi.Alias) {
 				req.model = mi
@@ -265,21 +265,23 @@ func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Conf
 				"model is required: this tenant has no default image generation model; GET /v1/models lists the models.")
 		}
 	} else {
-		mi, err := resolveModel(m.catalog, t, raw, upstream.KindImageGeneration)
+		alias, err := obj.Model()
 		if err != nil {
 			return nil, err
 		}
-		req.model = mi
+		if req.model, err = m.catalog.LookupKind(t, alias, upstream.KindImageGeneration); err != nil {
+			return nil, err
+		}
 	}
 
-	switch raw := obj.get("prompt"); {
+	switch raw := obj.Get("prompt"); {
 	case wire.IsNull(raw):
 		return nil, errcat.New(errcat.MissingField, "prompt", "prompt is required: a text description of the image.")
 	case raw[0] != '"':
 		return nil, errcat.New(errcat.InvalidField, "prompt", "prompt must be a string.")
 	}
 
-	if raw := obj.get("n"); !wire.IsNull(raw) {
+	if raw := obj.Get("n"); !wire.IsNull(raw) {
 		n, ok := isJSONInt(raw)
 		if !ok || n < 1 || n > MaxImagesPerRequest {
 			return nil, errcat.Newf(errcat.InvalidField, "n", "n must be an integer from 1 to %d.", MaxImagesPerRequest)
@@ -292,7 +294,7 @@ func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Conf
 	}
 
 	req.ttl = min(DefaultImageTTLHours, cfg.ImageMaxTTLHours)
-	if raw := obj.get("ttl_hours"); !wire.IsNull(raw) {
+	if raw := obj.Get("ttl_hours"); !wire.IsNull(raw) {
 		ttl, ok := isJSONInt(raw)
 		if !ok || ttl < 1 || ttl > cfg.ImageMaxTTLHours {
 			return nil, errcat.Newf(errcat.InvalidField, "ttl_hours",
@@ -301,7 +303,7 @@ func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Conf
 		req.ttl = ttl
 	}
 
-	if raw := obj.get("response_format"); !wire.IsNull(raw) {
+	if raw := obj.Get("response_format"); !wire.IsNull(raw) {
 		switch string(raw) {
 		case `"url"`:
 		case `"b64_json"`:
@@ -310,13 +312,40 @@ func (m *Images) checkGenerate(obj object, t *auth.Tenant, cfg tenantconfig.Conf
 			return nil, errcat.New(errcat.InvalidField, "response_format", `response_format must be "url" or "b64_json".`)
 		}
 	}
-	if raw := obj.get("stream"); !wire.IsNull(raw) && string(raw) != "false" {
+	if raw := obj.Get("stream"); !wire.IsNull(raw) && string(raw) != "false" {
 		return nil, errcat.New(errcat.InvalidField, "stream", "Streamed image generation is not supported; omit stream.")
 	}
 
-	up := obj.set("response_format", json.RawMessage(`"b64_json"`))
-	req.body = up.build(req.model.Alias, map[string]bool{"ttl_hours": true})
+	up := obj.Set("response_format", json.RawMessage(`"b64_json"`))
+	req.body = up.Build(req.model.Alias, map[string]bool{"ttl_hours": true})
 	return req, nil
+}
+
+// isJSONInt reports whether raw is a JSON integer literal (no fraction or
+// exponent) and returns its value when it fits in an int.
+func isJSONInt(raw json.RawMessage) (int, bool) {
+	s := string(raw)
+	if s == "" || strings.ContainsAny(s, ".eE") {
+		return 0, false
+	}
+	n := 0
+	neg := false
+	if s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // genImage is one image of an upstream answer.

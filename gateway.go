@@ -3,8 +3,8 @@
 // whole API and must be closed with Close. Its three API families:
 //
 //   - /v1: the stateless OpenAI-compatible passthrough (chat completions,
-//     models, embeddings, images, audio) plus memory, system prompts, tenant
-//     configuration and tool execution;
+//     models, embeddings, audio), generated images kept for a time-to-live,
+//     memory, system prompts, tenant configuration and tool execution;
 //   - /c1: chat with conversations stored by the gateway;
 //   - /a1: agents with a tool loop and sessions, RAG indices and coding-agent
 //     runs;
@@ -25,13 +25,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/images"
 	"github.com/chatgw/gateway/internal/apidocs"
 	"github.com/chatgw/gateway/internal/ratelimit"
 	"github.com/chatgw/gateway/memory"
@@ -62,7 +62,7 @@ type Gateway struct {
 
 	apidocs *apidocs.Docs
 	openai  *openai.Service
-	images  *openai.Images
+	images  *images.Service
 	chat    *chat.Service
 	conv    *conversation.Service
 	mem     *memory.Service
@@ -166,11 +166,13 @@ func (g *Gateway) wireFamilies() error {
 		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
 		Quota: quotas, MaxResponseBytes: c.maxResponse,
 	})
-	g.images = openai.NewImages(openai.ImagesConfig{
+	// The images purger runs until Close, which stops it before the store is
+	// closed (closers run in reverse order).
+	g.images = images.New(images.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Store: c.store, Clock: c.clock, Logger: c.logger,
 		MaxResponseBytes: c.maxResponse,
 	})
-	g.startPurger()
+	g.closers = append(g.closers, g.images.Close)
 	g.conv = conversation.New(conversation.Config{Store: c.store, Clock: c.clock})
 	// Before the first request, so that a store written by an older layout is
 	// brought up to date (and one of a newer layout refused) at start.
@@ -216,18 +218,6 @@ func (g *Gateway) wireAgents(quotas *quota.Accountant) error {
 		return fmt.Errorf("gateway: agents: %w", err)
 	}
 	return nil
-}
-
-// startPurger removes expired images in the background until Close, which
-// stops it before the store is closed (closers run in reverse order).
-func (g *Gateway) startPurger() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.images.RunPurger(ctx, time.Minute)
-	}()
-	g.closers = append(g.closers, func() error { cancel(); <-done; return nil })
 }
 
 // ServeHTTP serves the gateway's API.

@@ -8,6 +8,7 @@ import (
 	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/conversation"
+	"github.com/chatgw/gateway/images"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/openai"
@@ -25,8 +26,8 @@ func TestPublicConfigsExposeNoInternalType(t *testing.T) {
 		t.Fatal("internalType missed preflight.Result")
 	}
 	for _, cfg := range []any{
-		agents.Config{}, chat.Config{}, conversation.Config{}, memory.Config{},
-		openai.Config{}, openai.ImagesConfig{}, rag.Config{}, runs.Config{}, tenantconfig.Config{},
+		agents.Config{}, chat.Config{}, conversation.Config{}, images.Config{}, memory.Config{},
+		openai.Config{}, rag.Config{}, runs.Config{}, tenantconfig.Config{},
 	} {
 		typ := reflect.TypeOf(cfg)
 		for i := range typ.NumField() {

@@ -91,7 +91,7 @@ func (s *Service) audio(w http.ResponseWriter, r *http.Request, path string) {
 		httpx.WriteError(w, r, uploadError(err, src, head))
 		return
 	}
-	m, err := lookupKind(s.catalog, p.Tenant, alias, upstream.KindAudioTranscription)
+	m, err := s.catalog.LookupKind(p.Tenant, alias, upstream.KindAudioTranscription)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

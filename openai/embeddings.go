@@ -58,17 +58,22 @@ func (s *Service) Embeddings(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	fields, err := parseObject(body)
+	fields, err := httpx.ParseObject(body)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	m, err := resolveModel(s.catalog, p.Tenant, fields.get("model"), upstream.KindEmbeddings)
+	alias, err := fields.Model()
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	if err := checkEmbeddingInput(fields.get("input")); err != nil {
+	m, err := s.catalog.LookupKind(p.Tenant, alias, upstream.KindEmbeddings)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	if err := checkEmbeddingInput(fields.Get("input")); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -76,7 +81,7 @@ func (s *Service) Embeddings(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.up.Do(ctx, &upstream.Request{
 		Alias:     m.Alias,
 		Path:      "/embeddings",
-		Body:      fields.build(m.Alias, nil),
+		Body:      fields.Build(m.Alias, nil),
 		RequestID: httpx.InfoFrom(ctx).RequestID,
 	})
 	if err != nil {

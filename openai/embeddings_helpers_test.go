@@ -1,7 +1,7 @@
 package openai_test
 
-// Helpers of the embeddings, images and audio tests (prefixed "media" so they
-// never meet the chat tests' helpers).
+// Helpers of the embeddings and audio tests (prefixed "media" so they never
+// meet the chat tests' helpers).
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 // mediaStart is the fake clock's start in every media test.
 var mediaStart = time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 
-// mediaEnv is a Service and Images over the built-in catalog, routed by a real
+// mediaEnv is a Service over the built-in catalog, routed by a real
 // upstream.Router to one upstreamtest backend that serves every provider.
 type mediaEnv struct {
 	cat     *upstream.Catalog
@@ -37,7 +37,6 @@ type mediaEnv struct {
 	st      *memstore.Store
 	clk     *clock.Fake
 	svc     *openai.Service
-	images  *openai.Images
 }
 
 func newMediaEnv(t *testing.T, opts ...upstreamtest.Option) *mediaEnv {
@@ -60,7 +59,6 @@ func newMediaEnvWith(t *testing.T, backend *upstreamtest.Server, b upstream.Back
 	t.Cleanup(func() { router.Close() })
 	e := &mediaEnv{cat: cat, backend: backend, router: router, st: memstore.New(), clk: clock.NewFake(mediaStart)}
 	e.svc = openai.New(openai.Config{Upstream: router, Catalog: cat, Clock: e.clk, Store: e.st})
-	e.images = openai.NewImages(openai.ImagesConfig{Upstream: router, Catalog: cat, Store: e.st, Clock: e.clk})
 	return e
 }
 
@@ -132,14 +130,4 @@ func wantMediaErr(t *testing.T, w *httptest.ResponseRecorder, want mediaErr) {
 	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("error Content-Type = %q, want application/json", ct)
 	}
-}
-
-// mediaDecode decodes a JSON answer into a generic value.
-func mediaDecode(t *testing.T, w *httptest.ResponseRecorder) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
-		t.Fatalf("answer %d %q: %v", w.Code, w.Body.String(), err)
-	}
-	return m
 }

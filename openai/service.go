@@ -1,6 +1,10 @@
-// Package openai is the stateless, OpenAI-compatible /v1 family: chat
-// completions, the model list and the model catalog. (Embeddings, images and
-// audio join it in files of their own.)
+// Package openai is the stateless, OpenAI-compatible /v1 passthrough: chat
+// completions, the model list and the model catalog, with embeddings and
+// audio in files of their own. It owns no storage and runs nothing in the
+// background: a request is checked, forwarded and answered (the cloud-consent
+// grants a request may persist go to internal/preflight's bucket, shared with
+// /c1). Generated images, which the gateway stores with their time-to-live, a
+// rate ledger and a purger, are the images package.
 //
 // # POST /v1/chat/completions
 //

@@ -1,6 +1,11 @@
 package upstream
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
+)
 
 // Status is a backend's status as the wire names it (BackendStatus).
 type Status string
@@ -124,6 +129,31 @@ func (c *Catalog) Lookup(alias string) *ModelInfo {
 		}
 	}
 	return nil
+}
+
+// LookupKind returns the model alias when it has kind and tenant t allows it,
+// else model_not_in_allowlist (model). The result points into the catalog and
+// must not be modified.
+func (c *Catalog) LookupKind(t *auth.Tenant, alias, kind string) (*ModelInfo, error) {
+	m := c.Lookup(alias)
+	if m == nil || m.Kind != kind || !t.AllowsModel(alias) {
+		return nil, errcat.Newf(errcat.ModelNotInAllowlist, "model",
+			"Model %q is not %s model this tenant may use; GET /v1/models lists them.", alias, kindPhrase(kind))
+	}
+	return m, nil
+}
+
+// kindPhrase is kind with its article, as LookupKind's message says it.
+func kindPhrase(kind string) string {
+	switch kind {
+	case KindEmbeddings:
+		return "an embeddings"
+	case KindImageGeneration:
+		return "an image generation"
+	case KindAudioTranscription:
+		return "an audio transcription"
+	}
+	return "a " + kind
 }
 
 // Aliases returns the public aliases in catalog order.

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/upstream"
 )
 
@@ -114,6 +116,42 @@ func TestLookup(t *testing.T) {
 	var nilCat *upstream.Catalog
 	if nilCat.Lookup("lm-4-scout") != nil {
 		t.Error("nil catalog Lookup != nil")
+	}
+}
+
+func TestLookupKind(t *testing.T) {
+	t.Parallel()
+	cat, _ := upstream.DefaultCatalog()
+	all, noImage := &auth.Tenant{ID: "acme"}, &auth.Tenant{ID: "acme", Models: []string{"lm-embed"}}
+	tests := []struct {
+		tenant      *auth.Tenant
+		alias, kind string
+		want        string // the alias found, or the error message
+	}{
+		{all, "lm-image", upstream.KindImageGeneration, "lm-image"},
+		{all, "lm-embed", upstream.KindEmbeddings, "lm-embed"},
+		{all, "lm-embed", upstream.KindImageGeneration,
+			`Model "lm-embed" is not an image generation model this tenant may use; GET /v1/models lists them.`},
+		{noImage, "lm-image", upstream.KindImageGeneration,
+			`Model "lm-image" is not an image generation model this tenant may use; GET /v1/models lists them.`},
+		{all, "nope", upstream.KindAudioTranscription,
+			`Model "nope" is not an audio transcription model this tenant may use; GET /v1/models lists them.`},
+		{all, "nope", upstream.KindChat, `Model "nope" is not a chat model this tenant may use; GET /v1/models lists them.`},
+	}
+	for _, tt := range tests {
+		m, err := cat.LookupKind(tt.tenant, tt.alias, tt.kind)
+		var got string
+		switch e := errcat.As(err); {
+		case err == nil:
+			got = m.Alias
+		case e.Code != errcat.ModelNotInAllowlist || e.Param != "model":
+			t.Errorf("LookupKind(%s, %s) error %v, want model_not_in_allowlist (model)", tt.alias, tt.kind, err)
+		default:
+			got = e.Message
+		}
+		if got != tt.want {
+			t.Errorf("LookupKind(%s, %s) = %q, want %q", tt.alias, tt.kind, got, tt.want)
+		}
 	}
 }
 

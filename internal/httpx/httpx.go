@@ -1,6 +1,7 @@
 // Package httpx is the gateway's HTTP machinery shared by every family: the
 // per-request record the logging middleware reads, JSON decoding with the
-// gateway's rules, and the writers of JSON answers and error envelopes.
+// gateway's rules, OpenAI bodies split into their members for forwarding
+// (Object), and the writers of JSON answers and error envelopes.
 package httpx
 
 import (

@@ -1,19 +1,16 @@
-package openai
+package images
 
 import (
-	"context"
 	"encoding/base64"
-	"log/slog"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 )
 
-// List serves GET /v1/images (see Images).
-func (m *Images) List(w http.ResponseWriter, r *http.Request) {
+// List serves GET /v1/images (see the package doc).
+func (s *Service) List(w http.ResponseWriter, r *http.Request) {
 	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -24,7 +21,7 @@ func (m *Images) List(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	page, more, err := m.list(r.Context(), p.Tenant.ID, pg.Limit, pg.Offset)
+	page, more, err := s.list(r.Context(), p.Tenant.ID, pg.Limit, pg.Offset)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -33,8 +30,8 @@ func (m *Images) List(w http.ResponseWriter, r *http.Request) {
 }
 
 // Get serves GET /v1/images/{id}: the metadata plus b64_json.
-func (m *Images) Get(w http.ResponseWriter, r *http.Request) {
-	img, data, err := m.lookup(r)
+func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
+	img, data, err := s.lookup(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -44,8 +41,8 @@ func (m *Images) Get(w http.ResponseWriter, r *http.Request) {
 }
 
 // Content serves GET /v1/images/{id}/content: the image bytes.
-func (m *Images) Content(w http.ResponseWriter, r *http.Request) {
-	img, data, err := m.lookup(r)
+func (s *Service) Content(w http.ResponseWriter, r *http.Request) {
+	img, data, err := s.lookup(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -60,14 +57,14 @@ func (m *Images) Content(w http.ResponseWriter, r *http.Request) {
 }
 
 // Delete serves DELETE /v1/images/{id}.
-func (m *Images) Delete(w http.ResponseWriter, r *http.Request) {
+func (s *Service) Delete(w http.ResponseWriter, r *http.Request) {
 	p, err := httpx.Principal(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
 	id := httpx.Param(r, "id")
-	if err := m.delete(r.Context(), p.Tenant.ID, id); err != nil {
+	if err := s.delete(r.Context(), p.Tenant.ID, id); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -80,41 +77,15 @@ func (m *Images) Delete(w http.ResponseWriter, r *http.Request) {
 
 // lookup returns the live image of the request's path id for its tenant, with
 // its bytes.
-func (m *Images) lookup(r *http.Request) (*imageJSON, []byte, error) {
+func (s *Service) lookup(r *http.Request) (*imageJSON, []byte, error) {
 	p, err := httpx.Principal(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	return m.get(r.Context(), p.Tenant.ID, httpx.Param(r, "id"))
+	return s.get(r.Context(), p.Tenant.ID, httpx.Param(r, "id"))
 }
 
 func imageNotFound() error {
 	return errcat.New(errcat.ImageNotFound, "id",
 		"No such image: the id is unknown, belongs to another tenant, or the image expired.")
-}
-
-// RunPurger calls PurgeExpired at once and then every interval (0 or less means
-// DefaultImagePurgeInterval) until ctx ends; it returns then. Failures are
-// logged and retried at the next interval. The root starts it in a goroutine
-// and cancels ctx on Close.
-func (m *Images) RunPurger(ctx context.Context, every time.Duration) {
-	if every <= 0 {
-		every = DefaultImagePurgeInterval
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		n, err := m.PurgeExpired(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			m.logger.LogAttrs(ctx, slog.LevelWarn, "image purge failed", slog.Int("purged", n), slog.String("error", err.Error()))
-		case n > 0:
-			m.logger.LogAttrs(ctx, slog.LevelInfo, "expired images purged", slog.Int("purged", n))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

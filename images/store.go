@@ -1,4 +1,4 @@
-package openai
+package images
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/chatgw/gateway/store"
 )
 
-// The image buckets (layout in the Images doc).
+// The image buckets (layout in the package doc).
 var (
 	imgMetaBucket   = []byte("img/meta")
 	imgDataBucket   = []byte("img/data")
@@ -57,7 +57,7 @@ func randomHex(n int) string {
 }
 
 // errImageNotFound leaves a transaction without committing it.
-var errImageNotFound = errors.New("openai: image not found")
+var errImageNotFound = errors.New("images: image not found")
 
 // quotaRefusal says why a reservation was refused: wait is the time until the
 // request would fit.
@@ -65,12 +65,12 @@ type quotaRefusal struct{ wait time.Duration }
 
 // reserve counts n images against the tenant's hourly budget limit, or answers
 // 429 model_quota_exhausted. It returns the ledger key of the reservation.
-func (m *Images) reserve(ctx context.Context, tenant string, n, limit int) ([]byte, error) {
-	now := m.clock.Now()
+func (s *Service) reserve(ctx context.Context, tenant string, n, limit int) ([]byte, error) {
+	now := s.clock.Now()
 	prefix := store.AppendString(nil, tenant)
 	key := store.AppendString(store.AppendUint64(bytes.Clone(prefix), uint64(now.UnixNano())), randomHex(8))
 	var refusal *quotaRefusal
-	err := m.st.Update(ctx, func(tx store.Tx) error {
+	err := s.st.Update(ctx, func(tx store.Tx) error {
 		refusal = nil
 		type entry struct {
 			at time.Time
@@ -87,7 +87,7 @@ func (m *Images) reserve(ctx context.Context, tenant string, n, limit int) ([]by
 				return false, err
 			}
 			t := time.Unix(0, int64(at))
-			if !t.After(now.Add(-ImageRateWindow)) {
+			if !t.After(now.Add(-RateWindow)) {
 				stale = append(stale, bytes.Clone(k))
 				return true, nil
 			}
@@ -109,10 +109,10 @@ func (m *Images) reserve(ctx context.Context, tenant string, n, limit int) ([]by
 		}
 		if used+n > limit {
 			need, freed := used+n-limit, 0
-			refusal = &quotaRefusal{wait: ImageRateWindow}
+			refusal = &quotaRefusal{wait: RateWindow}
 			for _, e := range live {
 				if freed += e.n; freed >= need {
-					refusal.wait = e.at.Add(ImageRateWindow).Sub(now)
+					refusal.wait = e.at.Add(RateWindow).Sub(now)
 					break
 				}
 			}
@@ -121,7 +121,7 @@ func (m *Images) reserve(ctx context.Context, tenant string, n, limit int) ([]by
 		return tx.Put(imgRateBucket, key, []byte(strconv.Itoa(n)))
 	})
 	if err != nil {
-		return nil, errcat.Storage(fmt.Errorf("openai.reserve: %w", err))
+		return nil, errcat.Storage(fmt.Errorf("images.reserve: %w", err))
 	}
 	if refusal != nil {
 		return nil, &errcat.Error{
@@ -137,8 +137,8 @@ func (m *Images) reserve(ctx context.Context, tenant string, n, limit int) ([]by
 // release returns a reservation after a failed generation. It runs even when
 // the client went away; a failure is only logged (the entry leaves the window
 // within the hour anyway).
-func (m *Images) release(ctx context.Context, key []byte) {
-	err := m.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+func (s *Service) release(ctx context.Context, key []byte) {
+	err := s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		return tx.Delete(imgRateBucket, key)
 	})
 	if err != nil {
@@ -149,8 +149,8 @@ func (m *Images) release(ctx context.Context, key []byte) {
 // save stores the generated images of req for tenant, and charges the
 // reservation what was delivered, in one transaction. It runs even when the
 // client went away: the images exist and were charged.
-func (m *Images) save(ctx context.Context, tenant string, req *genRequest, images []genImage, reservation []byte) ([]imageJSON, error) {
-	now := m.clock.Now().UTC()
+func (s *Service) save(ctx context.Context, tenant string, req *genRequest, images []genImage, reservation []byte) ([]imageJSON, error) {
+	now := s.clock.Now().UTC()
 	saved := make([]imageJSON, len(images))
 	metas := make([][]byte, len(images))
 	for i, img := range images {
@@ -164,7 +164,7 @@ func (m *Images) save(ctx context.Context, tenant string, req *genRequest, image
 			return nil, errcat.Internal(err)
 		}
 	}
-	err := m.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	err := s.st.Update(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		for i, img := range saved {
 			key := imageKey(tenant, img.ID)
 			if err := tx.Put(imgMetaBucket, key, metas[i]); err != nil {
@@ -183,18 +183,18 @@ func (m *Images) save(ctx context.Context, tenant string, req *genRequest, image
 		return nil
 	})
 	if err != nil {
-		return nil, errcat.Storage(fmt.Errorf("openai.saveImages: %w", err))
+		return nil, errcat.Storage(fmt.Errorf("images.save: %w", err))
 	}
 	return saved, nil
 }
 
 // list returns a page of the tenant's live images, newest first, and whether
 // more follow.
-func (m *Images) list(ctx context.Context, tenant string, limit, offset int) ([]imageJSON, bool, error) {
-	now := m.clock.Now()
+func (s *Service) list(ctx context.Context, tenant string, limit, offset int) ([]imageJSON, bool, error) {
+	now := s.clock.Now()
 	page := []imageJSON{}
 	more, skipped := false, 0
-	err := m.st.View(ctx, func(tx store.Tx) error {
+	err := s.st.View(ctx, func(tx store.Tx) error {
 		return tx.Scan(imgMetaBucket, store.AppendString(nil, tenant), true, func(_, v []byte) (bool, error) {
 			var img imageJSON
 			if err := json.Unmarshal(v, &img); err != nil {
@@ -215,22 +215,22 @@ func (m *Images) list(ctx context.Context, tenant string, limit, offset int) ([]
 		})
 	})
 	if err != nil {
-		return nil, false, errcat.Storage(fmt.Errorf("openai.listImages: %w", err))
+		return nil, false, errcat.Storage(fmt.Errorf("images.list: %w", err))
 	}
 	return page, more, nil
 }
 
 // get returns the tenant's live image id with its bytes, or image_not_found.
-func (m *Images) get(ctx context.Context, tenant, id string) (*imageJSON, []byte, error) {
+func (s *Service) get(ctx context.Context, tenant, id string) (*imageJSON, []byte, error) {
 	if id == "" || len(id) > maxImageIDLen {
 		return nil, nil, imageNotFound()
 	}
-	now := m.clock.Now()
+	now := s.clock.Now()
 	var (
 		img  imageJSON
 		data []byte
 	)
-	err := m.st.View(ctx, func(tx store.Tx) error {
+	err := s.st.View(ctx, func(tx store.Tx) error {
 		key := imageKey(tenant, id)
 		raw := tx.Get(imgMetaBucket, key)
 		if raw == nil {
@@ -252,18 +252,18 @@ func (m *Images) get(ctx context.Context, tenant, id string) (*imageJSON, []byte
 	case errors.Is(err, errImageNotFound):
 		return nil, nil, imageNotFound()
 	case err != nil:
-		return nil, nil, errcat.Storage(fmt.Errorf("openai.getImage: %w", err))
+		return nil, nil, errcat.Storage(fmt.Errorf("images.get: %w", err))
 	}
 	return &img, data, nil
 }
 
 // delete removes the tenant's live image id, or answers image_not_found.
-func (m *Images) delete(ctx context.Context, tenant, id string) error {
+func (s *Service) delete(ctx context.Context, tenant, id string) error {
 	if id == "" || len(id) > maxImageIDLen {
 		return imageNotFound()
 	}
-	now := m.clock.Now()
-	err := m.st.Update(ctx, func(tx store.Tx) error {
+	now := s.clock.Now()
+	err := s.st.Update(ctx, func(tx store.Tx) error {
 		key := imageKey(tenant, id)
 		raw := tx.Get(imgMetaBucket, key)
 		if raw == nil {
@@ -282,7 +282,7 @@ func (m *Images) delete(ctx context.Context, tenant, id string) error {
 	case errors.Is(err, errImageNotFound):
 		return imageNotFound()
 	case err != nil:
-		return errcat.Storage(fmt.Errorf("openai.deleteImage: %w", err))
+		return errcat.Storage(fmt.Errorf("images.delete: %w", err))
 	}
 	return nil
 }
@@ -303,29 +303,29 @@ func deleteImage(tx store.Tx, expires time.Time, tenant, id string) error {
 // never read), in transactions of at most 256 images, and drops rate-ledger
 // entries that left the window. It returns the number of images deleted; a
 // store failure is returned wrapped, with the count deleted before it.
-func (m *Images) PurgeExpired(ctx context.Context) (int, error) {
-	now := m.clock.Now()
+func (s *Service) PurgeExpired(ctx context.Context) (int, error) {
+	now := s.clock.Now()
 	total := 0
 	for {
-		n, err := m.purgeBatch(ctx, now)
+		n, err := s.purgeBatch(ctx, now)
 		total += n
 		if err != nil {
-			return total, fmt.Errorf("openai.PurgeExpired: %w", err)
+			return total, fmt.Errorf("images.PurgeExpired: %w", err)
 		}
 		if n < purgeBatchSize {
 			break
 		}
 	}
-	if err := m.trimRateLedger(ctx, now); err != nil {
-		return total, fmt.Errorf("openai.PurgeExpired: %w", err)
+	if err := s.trimRateLedger(ctx, now); err != nil {
+		return total, fmt.Errorf("images.PurgeExpired: %w", err)
 	}
 	return total, nil
 }
 
 // purgeBatch deletes up to purgeBatchSize expired images in one transaction.
-func (m *Images) purgeBatch(ctx context.Context, now time.Time) (int, error) {
+func (s *Service) purgeBatch(ctx context.Context, now time.Time) (int, error) {
 	n := 0
-	err := m.st.Update(ctx, func(tx store.Tx) error {
+	err := s.st.Update(ctx, func(tx store.Tx) error {
 		n = 0
 		var keys [][]byte
 		err := tx.Scan(imgExpiryBucket, nil, false, func(k, _ []byte) (bool, error) {
@@ -373,8 +373,8 @@ func (m *Images) purgeBatch(ctx context.Context, now time.Time) (int, error) {
 // trimRateLedger drops the ledger entries of every tenant that left the window
 // (reserve drops a tenant's own on each request; this catches idle tenants).
 // The ledger holds at most image_gen_rate_per_hour entries per tenant.
-func (m *Images) trimRateLedger(ctx context.Context, now time.Time) error {
-	return m.st.Update(ctx, func(tx store.Tx) error {
+func (s *Service) trimRateLedger(ctx context.Context, now time.Time) error {
+	return s.st.Update(ctx, func(tx store.Tx) error {
 		var stale [][]byte
 		err := tx.Scan(imgRateBucket, nil, false, func(k, _ []byte) (bool, error) {
 			_, rest, err := store.ReadString(k)
@@ -385,7 +385,7 @@ func (m *Images) trimRateLedger(ctx context.Context, now time.Time) error {
 			if err != nil {
 				return false, err
 			}
-			if !time.Unix(0, int64(at)).After(now.Add(-ImageRateWindow)) {
+			if !time.Unix(0, int64(at)).After(now.Add(-RateWindow)) {
 				stale = append(stale, bytes.Clone(k))
 			}
 			return true, nil

@@ -1,4 +1,4 @@
-package openai_test
+package images_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/images"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -55,14 +56,13 @@ type imageList struct {
 // pngMagic starts every PNG file.
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 
-func (e *mediaEnv) generate(t *testing.T, tenant *auth.Tenant, body string) *httptest.ResponseRecorder {
+func (e *env) generate(t *testing.T, tenant *auth.Tenant, body string) *httptest.ResponseRecorder {
 	t.Helper()
-	b, h := mediaJSON(body)
-	return mediaServe(e.images.Generate, mediaReq("POST", "/v1/images/generations", b, tenant, h))
+	return serve(e.svc.Generate, request("POST", "/v1/images/generations", body, tenant, ""))
 }
 
 // mustGenerate generates and decodes a successful answer.
-func (e *mediaEnv) mustGenerate(t *testing.T, tenant *auth.Tenant, body string) imageAnswer {
+func (e *env) mustGenerate(t *testing.T, tenant *auth.Tenant, body string) imageAnswer {
 	t.Helper()
 	w := e.generate(t, tenant, body)
 	if w.Code != http.StatusOK {
@@ -75,21 +75,21 @@ func (e *mediaEnv) mustGenerate(t *testing.T, tenant *auth.Tenant, body string) 
 	return a
 }
 
-func (e *mediaEnv) getImage(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
-	return mediaServe(e.images.Get, mediaReq("GET", "/v1/images/"+id, nil, tenant, nil, "id", id))
+func (e *env) getImage(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
+	return serve(e.svc.Get, request("GET", "/v1/images/"+id, "", tenant, id))
 }
 
-func (e *mediaEnv) imageContent(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
-	return mediaServe(e.images.Content, mediaReq("GET", "/v1/images/"+id+"/content", nil, tenant, nil, "id", id))
+func (e *env) imageContent(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
+	return serve(e.svc.Content, request("GET", "/v1/images/"+id+"/content", "", tenant, id))
 }
 
-func (e *mediaEnv) deleteImage(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
-	return mediaServe(e.images.Delete, mediaReq("DELETE", "/v1/images/"+id, nil, tenant, nil, "id", id))
+func (e *env) deleteImage(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
+	return serve(e.svc.Delete, request("DELETE", "/v1/images/"+id, "", tenant, id))
 }
 
-func (e *mediaEnv) listImages(t *testing.T, tenant *auth.Tenant, query string) imageList {
+func (e *env) listImages(t *testing.T, tenant *auth.Tenant, query string) imageList {
 	t.Helper()
-	w := mediaServe(e.images.List, mediaReq("GET", "/v1/images"+query, nil, tenant, nil))
+	w := serve(e.svc.List, request("GET", "/v1/images"+query, "", tenant, ""))
 	if w.Code != http.StatusOK {
 		t.Fatalf("list: status %d: %s", w.Code, w.Body.String())
 	}
@@ -100,7 +100,7 @@ func (e *mediaEnv) listImages(t *testing.T, tenant *auth.Tenant, query string) i
 	return l
 }
 
-func mediaIDs(items []imageItem) []string {
+func idsOf(items []imageItem) []string {
 	out := []string{}
 	for _, it := range items {
 		out = append(out, it.ID)
@@ -109,7 +109,7 @@ func mediaIDs(items []imageItem) []string {
 }
 
 // bucketSizes counts the keys of the image buckets.
-func (e *mediaEnv) bucketSizes(t *testing.T) map[string]int {
+func (e *env) bucketSizes(t *testing.T) map[string]int {
 	t.Helper()
 	sizes := map[string]int{}
 	err := e.st.View(context.Background(), func(tx store.Tx) error {
@@ -131,11 +131,11 @@ func (e *mediaEnv) bucketSizes(t *testing.T) map[string]int {
 }
 
 // setTenantConfig writes a tenant config key through PUT /v1/tenant/config.
-func (e *mediaEnv) setTenantConfig(t *testing.T, tenant *auth.Tenant, key string, value int) {
+func (e *env) setTenantConfig(t *testing.T, tenant *auth.Tenant, key string, value int) {
 	t.Helper()
 	cfg := tenantconfig.NewService(e.st, e.cat)
-	b, h := mediaJSON(fmt.Sprintf(`{"key":%q,"value":%d}`, key, value))
-	if w := mediaServe(cfg.Put, mediaReq("PUT", "/v1/tenant/config", b, tenant, h)); w.Code != 200 {
+	body := fmt.Sprintf(`{"key":%q,"value":%d}`, key, value)
+	if w := serve(cfg.Put, request("PUT", "/v1/tenant/config", body, tenant, "")); w.Code != 200 {
 		t.Fatalf("tenant config %s=%d: %d %s", key, value, w.Code, w.Body.String())
 	}
 }
@@ -149,42 +149,42 @@ func TestImageGenerationsErrors(t *testing.T) {
 		name   string
 		body   string
 		tenant *auth.Tenant
-		want   mediaErr
+		want   apiErr
 	}{
-		{"invalid JSON", `{"prompt":`, nil, mediaErr{400, "invalid_json", "<null>"}},
-		{"not an object", `"a cat"`, nil, mediaErr{400, "invalid_json", "<null>"}},
-		{"model not a string", `{"model":1,"prompt":"a cat"}`, nil, mediaErr{400, "invalid_field", "model"}},
-		{"empty model", `{"model":"","prompt":"a cat"}`, nil, mediaErr{400, "missing_field", "model"}},
-		{"chat model", `{"model":"lm-4-scout","prompt":"a cat"}`, nil, mediaErr{400, "model_not_in_allowlist", "model"}},
-		{"embeddings model", `{"model":"lm-embed","prompt":"a cat"}`, nil, mediaErr{400, "model_not_in_allowlist", "model"}},
-		{"unknown model", `{"model":"dall-e-3","prompt":"a cat"}`, nil, mediaErr{400, "model_not_in_allowlist", "model"}},
-		{"not in tenant allowlist", `{"model":"lm-image","prompt":"a cat"}`, noImage, mediaErr{400, "model_not_in_allowlist", "model"}},
-		{"no default model for the tenant", `{"prompt":"a cat"}`, noImage, mediaErr{400, "missing_field", "model"}},
-		{"missing prompt", `{"model":"lm-image"}`, nil, mediaErr{400, "missing_field", "prompt"}},
-		{"null prompt", `{"prompt":null}`, nil, mediaErr{400, "missing_field", "prompt"}},
-		{"prompt not a string", `{"prompt":["a"]}`, nil, mediaErr{400, "invalid_field", "prompt"}},
-		{"n 0", `{"prompt":"a cat","n":0}`, nil, mediaErr{400, "invalid_field", "n"}},
-		{"n 11", `{"prompt":"a cat","n":11}`, nil, mediaErr{400, "invalid_field", "n"}},
-		{"n fractional", `{"prompt":"a cat","n":1.5}`, nil, mediaErr{400, "invalid_field", "n"}},
-		{"n a string", `{"prompt":"a cat","n":"2"}`, nil, mediaErr{400, "invalid_field", "n"}},
-		{"n over the hourly rate", `{"prompt":"a cat","n":4}`, cappedTenant, mediaErr{400, "invalid_field", "n"}},
-		{"ttl 0", `{"prompt":"a cat","ttl_hours":0}`, nil, mediaErr{400, "invalid_field", "ttl_hours"}},
-		{"ttl negative", `{"prompt":"a cat","ttl_hours":-1}`, nil, mediaErr{400, "invalid_field", "ttl_hours"}},
-		{"ttl over the default max 168", `{"prompt":"a cat","ttl_hours":169}`, nil, mediaErr{400, "invalid_field", "ttl_hours"}},
-		{"ttl over the tenant's max 24", `{"prompt":"a cat","ttl_hours":25}`, cappedTenant, mediaErr{400, "invalid_field", "ttl_hours"}},
-		{"ttl fractional", `{"prompt":"a cat","ttl_hours":1.5}`, nil, mediaErr{400, "invalid_field", "ttl_hours"}},
-		{"ttl a string", `{"prompt":"a cat","ttl_hours":"12"}`, nil, mediaErr{400, "invalid_field", "ttl_hours"}},
-		{"response_format unknown", `{"prompt":"a cat","response_format":"png"}`, nil, mediaErr{400, "invalid_field", "response_format"}},
-		{"stream", `{"prompt":"a cat","stream":true}`, nil, mediaErr{400, "invalid_field", "stream"}},
+		{"invalid JSON", `{"prompt":`, nil, apiErr{400, "invalid_json", "<null>"}},
+		{"not an object", `"a cat"`, nil, apiErr{400, "invalid_json", "<null>"}},
+		{"model not a string", `{"model":1,"prompt":"a cat"}`, nil, apiErr{400, "invalid_field", "model"}},
+		{"empty model", `{"model":"","prompt":"a cat"}`, nil, apiErr{400, "missing_field", "model"}},
+		{"chat model", `{"model":"lm-4-scout","prompt":"a cat"}`, nil, apiErr{400, "model_not_in_allowlist", "model"}},
+		{"embeddings model", `{"model":"lm-embed","prompt":"a cat"}`, nil, apiErr{400, "model_not_in_allowlist", "model"}},
+		{"unknown model", `{"model":"dall-e-3","prompt":"a cat"}`, nil, apiErr{400, "model_not_in_allowlist", "model"}},
+		{"not in tenant allowlist", `{"model":"lm-image","prompt":"a cat"}`, noImage, apiErr{400, "model_not_in_allowlist", "model"}},
+		{"no default model for the tenant", `{"prompt":"a cat"}`, noImage, apiErr{400, "missing_field", "model"}},
+		{"missing prompt", `{"model":"lm-image"}`, nil, apiErr{400, "missing_field", "prompt"}},
+		{"null prompt", `{"prompt":null}`, nil, apiErr{400, "missing_field", "prompt"}},
+		{"prompt not a string", `{"prompt":["a"]}`, nil, apiErr{400, "invalid_field", "prompt"}},
+		{"n 0", `{"prompt":"a cat","n":0}`, nil, apiErr{400, "invalid_field", "n"}},
+		{"n 11", `{"prompt":"a cat","n":11}`, nil, apiErr{400, "invalid_field", "n"}},
+		{"n fractional", `{"prompt":"a cat","n":1.5}`, nil, apiErr{400, "invalid_field", "n"}},
+		{"n a string", `{"prompt":"a cat","n":"2"}`, nil, apiErr{400, "invalid_field", "n"}},
+		{"n over the hourly rate", `{"prompt":"a cat","n":4}`, cappedTenant, apiErr{400, "invalid_field", "n"}},
+		{"ttl 0", `{"prompt":"a cat","ttl_hours":0}`, nil, apiErr{400, "invalid_field", "ttl_hours"}},
+		{"ttl negative", `{"prompt":"a cat","ttl_hours":-1}`, nil, apiErr{400, "invalid_field", "ttl_hours"}},
+		{"ttl over the default max 168", `{"prompt":"a cat","ttl_hours":169}`, nil, apiErr{400, "invalid_field", "ttl_hours"}},
+		{"ttl over the tenant's max 24", `{"prompt":"a cat","ttl_hours":25}`, cappedTenant, apiErr{400, "invalid_field", "ttl_hours"}},
+		{"ttl fractional", `{"prompt":"a cat","ttl_hours":1.5}`, nil, apiErr{400, "invalid_field", "ttl_hours"}},
+		{"ttl a string", `{"prompt":"a cat","ttl_hours":"12"}`, nil, apiErr{400, "invalid_field", "ttl_hours"}},
+		{"response_format unknown", `{"prompt":"a cat","response_format":"png"}`, nil, apiErr{400, "invalid_field", "response_format"}},
+		{"stream", `{"prompt":"a cat","stream":true}`, nil, apiErr{400, "invalid_field", "stream"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newMediaEnv(t)
+			e := newEnv(t)
 			tenant := tt.tenant
 			if tenant == nil {
-				tenant = mediaTenant
+				tenant = acme
 			}
-			wantMediaErr(t, e.generate(t, tenant, tt.body), tt.want)
+			wantErr(t, e.generate(t, tenant, tt.body), tt.want)
 			if n := e.backend.CallCount(); n != 0 {
 				t.Errorf("upstream got %d calls, want none", n)
 			}
@@ -199,20 +199,20 @@ func TestImageGenerationsUpstreamErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		reply upstreamtest.Reply
-		want  mediaErr
+		want  apiErr
 	}{
-		{"4xx passed on", upstreamtest.Reply{Status: 400, ErrorMessage: "unsafe prompt"}, mediaErr{400, "upstream_bad_request", "<null>"}},
-		{"5xx", upstreamtest.Reply{Status: 500}, mediaErr{502, "upstream_error", "<null>"}},
-		{"not JSON", upstreamtest.Reply{Body: []byte("<html>")}, mediaErr{502, "upstream_error", "<null>"}},
-		{"no images", upstreamtest.Reply{Body: []byte(`{"created":1,"data":[]}`)}, mediaErr{502, "upstream_error", "<null>"}},
+		{"4xx passed on", upstreamtest.Reply{Status: 400, ErrorMessage: "unsafe prompt"}, apiErr{400, "upstream_bad_request", "<null>"}},
+		{"5xx", upstreamtest.Reply{Status: 500}, apiErr{502, "upstream_error", "<null>"}},
+		{"not JSON", upstreamtest.Reply{Body: []byte("<html>")}, apiErr{502, "upstream_error", "<null>"}},
+		{"no images", upstreamtest.Reply{Body: []byte(`{"created":1,"data":[]}`)}, apiErr{502, "upstream_error", "<null>"}},
 		{"url instead of b64_json", upstreamtest.Reply{Body: []byte(`{"created":1,"data":[{"url":"https://x/y.png"}]}`)},
-			mediaErr{502, "upstream_error", "<null>"}},
-		{"bad base64", upstreamtest.Reply{Body: []byte(`{"created":1,"data":[{"b64_json":"%%%"}]}`)}, mediaErr{502, "upstream_error", "<null>"}},
+			apiErr{502, "upstream_error", "<null>"}},
+		{"bad base64", upstreamtest.Reply{Body: []byte(`{"created":1,"data":[{"b64_json":"%%%"}]}`)}, apiErr{502, "upstream_error", "<null>"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newMediaEnv(t, upstreamtest.WithReply(tt.reply))
-			wantMediaErr(t, e.generate(t, cappedTenant, `{"prompt":"a cat","n":3}`), tt.want)
+			e := newEnv(t, upstreamtest.WithReply(tt.reply))
+			wantErr(t, e.generate(t, cappedTenant, `{"prompt":"a cat","n":3}`), tt.want)
 			// Nothing stored, and the reservation was returned: the full
 			// hourly budget is still there.
 			if got := e.bucketSizes(t); len(got) != 0 {
@@ -225,14 +225,14 @@ func TestImageGenerationsUpstreamErrors(t *testing.T) {
 }
 
 func TestImageGenerationsStorageError(t *testing.T) {
-	e := newMediaEnv(t)
+	e := newEnv(t)
 	e.st.FailNext(errors.New("disk on fire"))
-	wantMediaErr(t, e.generate(t, mediaTenant, `{"prompt":"a cat"}`), mediaErr{500, "storage_error", "<null>"})
+	wantErr(t, e.generate(t, acme, `{"prompt":"a cat"}`), apiErr{500, "storage_error", "<null>"})
 }
 
 func TestImageGenerate(t *testing.T) {
-	e := newMediaEnv(t)
-	a := e.mustGenerate(t, mediaTenant,
+	e := newEnv(t)
+	a := e.mustGenerate(t, acme,
 		`{"prompt":"a cat","size":"256x256","n":2,"ttl_hours":3,"response_format":"b64_json","user":"u-1"}`)
 
 	// The upstream call: the default image alias's first backend (cloudA),
@@ -254,15 +254,15 @@ func TestImageGenerate(t *testing.T) {
 		t.Errorf("upstream body mismatch (-want +got):\n%s", diff)
 	}
 
-	if a.Created != mediaStart.Unix() || len(a.Data) != 2 || a.Data[0].ID == a.Data[1].ID {
-		t.Fatalf("answer created %d with %d images %v", a.Created, len(a.Data), mediaIDs(a.Data))
+	if a.Created != t0.Unix() || len(a.Data) != 2 || a.Data[0].ID == a.Data[1].ID {
+		t.Fatalf("answer created %d with %d images %v", a.Created, len(a.Data), idsOf(a.Data))
 	}
 	for _, img := range a.Data {
 		raw, err := base64.StdEncoding.DecodeString(img.B64JSON)
 		if err != nil || !bytes.HasPrefix(raw, pngMagic) {
 			t.Errorf("b64_json is not a PNG: %v", err)
 		}
-		want := imageItem{ID: img.ID, Object: "image", CreatedAt: mediaStart, ExpiresAt: mediaStart.Add(3 * time.Hour),
+		want := imageItem{ID: img.ID, Object: "image", CreatedAt: t0, ExpiresAt: t0.Add(3 * time.Hour),
 			TTLHours: 3, Model: "lm-image", MimeType: "image/png", Bytes: len(raw), B64JSON: img.B64JSON}
 		if diff := cmp.Diff(want, img); diff != "" {
 			t.Errorf("image mismatch (-want +got):\n%s", diff)
@@ -272,7 +272,7 @@ func TestImageGenerate(t *testing.T) {
 		}
 
 		// GET: the same metadata and data.
-		w := e.getImage(mediaTenant, img.ID)
+		w := e.getImage(acme, img.ID)
 		var got imageItem
 		if err := json.Unmarshal(w.Body.Bytes(), &got); w.Code != 200 || err != nil {
 			t.Fatalf("GET: %d %s", w.Code, w.Body.String())
@@ -281,12 +281,12 @@ func TestImageGenerate(t *testing.T) {
 			t.Errorf("GET mismatch (-want +got):\n%s", diff)
 		}
 		// The content endpoint: the bytes.
-		w = e.imageContent(mediaTenant, img.ID)
+		w = e.imageContent(acme, img.ID)
 		if w.Code != 200 || w.Header().Get("Content-Type") != "image/png" || !bytes.Equal(w.Body.Bytes(), raw) {
 			t.Errorf("content: %d %q %d bytes", w.Code, w.Header().Get("Content-Type"), w.Body.Len())
 		}
 	}
-	l := e.listImages(t, mediaTenant, "")
+	l := e.listImages(t, acme, "")
 	for i := range l.Data {
 		if l.Data[i].B64JSON != "" || l.Data[i].URL != "" {
 			t.Errorf("list item carries data: %+v", l.Data[i])
@@ -314,17 +314,16 @@ func TestImageGenerateURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newMediaEnv(t)
-			b, h := mediaJSON(`{"prompt":"a cat"}`)
+			e := newEnv(t)
+			r := request("POST", tt.target, `{"prompt":"a cat"}`, acme, "")
 			for k, v := range tt.header {
-				h[k] = v
+				r.Header[k] = v
 			}
-			r := mediaReq("POST", tt.target, b, mediaTenant, h)
 			r.URL.Path = "/v1/images/generations" // as http.StripPrefix leaves it
 			if tt.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
-			w := mediaServe(e.images.Generate, r)
+			w := serve(e.svc.Generate, r)
 			var a imageAnswer
 			if err := json.Unmarshal(w.Body.Bytes(), &a); w.Code != 200 || err != nil || len(a.Data) != 1 {
 				t.Fatalf("status %d: %s", w.Code, w.Body.String())
@@ -333,7 +332,7 @@ func TestImageGenerateURL(t *testing.T) {
 			if want := strings.ReplaceAll(tt.want, "{id}", img.ID); img.URL != want || img.B64JSON != "" {
 				t.Errorf("url %q b64_json %.10q, want url %q only", img.URL, img.B64JSON, want)
 			}
-			if img.TTLHours != 12 || !img.ExpiresAt.Equal(mediaStart.Add(12*time.Hour)) {
+			if img.TTLHours != 12 || !img.ExpiresAt.Equal(t0.Add(12*time.Hour)) {
 				t.Errorf("default ttl: %d, expires %v", img.TTLHours, img.ExpiresAt)
 			}
 		})
@@ -348,26 +347,26 @@ func TestImageTTL(t *testing.T) {
 		body   string
 		want   int // ttl_hours; 0: invalid_field
 	}{
-		{"default", mediaTenant, 0, `{"prompt":"p"}`, 12},
-		{"null is the default", mediaTenant, 0, `{"prompt":"p","ttl_hours":null}`, 12},
-		{"minimum", mediaTenant, 0, `{"prompt":"p","ttl_hours":1}`, 1},
-		{"default maximum 168", mediaTenant, 0, `{"prompt":"p","ttl_hours":168}`, 168},
-		{"over the default maximum", mediaTenant, 0, `{"prompt":"p","ttl_hours":169}`, 0},
+		{"default", acme, 0, `{"prompt":"p"}`, 12},
+		{"null is the default", acme, 0, `{"prompt":"p","ttl_hours":null}`, 12},
+		{"minimum", acme, 0, `{"prompt":"p","ttl_hours":1}`, 1},
+		{"default maximum 168", acme, 0, `{"prompt":"p","ttl_hours":168}`, 168},
+		{"over the default maximum", acme, 0, `{"prompt":"p","ttl_hours":169}`, 0},
 		{"capped maximum 24", cappedTenant, 0, `{"prompt":"p","ttl_hours":24}`, 24},
-		{"stored maximum 6: default lowered", mediaTenant, 6, `{"prompt":"p"}`, 6},
-		{"stored maximum 6", mediaTenant, 6, `{"prompt":"p","ttl_hours":6}`, 6},
-		{"over the stored maximum", mediaTenant, 6, `{"prompt":"p","ttl_hours":7}`, 0},
-		{"stored maximum 720 (hard cap)", mediaTenant, 720, `{"prompt":"p","ttl_hours":720}`, 720},
+		{"stored maximum 6: default lowered", acme, 6, `{"prompt":"p"}`, 6},
+		{"stored maximum 6", acme, 6, `{"prompt":"p","ttl_hours":6}`, 6},
+		{"over the stored maximum", acme, 6, `{"prompt":"p","ttl_hours":7}`, 0},
+		{"stored maximum 720 (hard cap)", acme, 720, `{"prompt":"p","ttl_hours":720}`, 720},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newMediaEnv(t)
+			e := newEnv(t)
 			if tt.stored > 0 {
 				e.setTenantConfig(t, tt.tenant, "image_max_ttl_hours", tt.stored)
 			}
 			w := e.generate(t, tt.tenant, tt.body)
 			if tt.want == 0 {
-				wantMediaErr(t, w, mediaErr{400, "invalid_field", "ttl_hours"})
+				wantErr(t, w, apiErr{400, "invalid_field", "ttl_hours"})
 				return
 			}
 			var a imageAnswer
@@ -375,7 +374,7 @@ func TestImageTTL(t *testing.T) {
 				t.Fatalf("status %d: %s", w.Code, w.Body.String())
 			}
 			img := a.Data[0]
-			if img.TTLHours != tt.want || !img.ExpiresAt.Equal(mediaStart.Add(time.Duration(tt.want)*time.Hour)) {
+			if img.TTLHours != tt.want || !img.ExpiresAt.Equal(t0.Add(time.Duration(tt.want)*time.Hour)) {
 				t.Errorf("ttl_hours %d expires_at %v, want %d h", img.TTLHours, img.ExpiresAt, tt.want)
 			}
 		})
@@ -383,68 +382,72 @@ func TestImageTTL(t *testing.T) {
 }
 
 func TestImageExpiry(t *testing.T) {
-	e := newMediaEnv(t)
-	img := e.mustGenerate(t, mediaTenant, `{"prompt":"p","ttl_hours":1}`).Data[0]
+	e := newEnv(t)
+	img := e.mustGenerate(t, acme, `{"prompt":"p","ttl_hours":1}`).Data[0]
 
-	e.clk.Set(mediaStart.Add(time.Hour - time.Nanosecond))
-	if w := e.getImage(mediaTenant, img.ID); w.Code != 200 {
+	e.clk.Set(t0.Add(time.Hour - time.Nanosecond))
+	if w := e.getImage(acme, img.ID); w.Code != 200 {
 		t.Fatalf("just before expiry: %d %s", w.Code, w.Body.String())
 	}
-	if l := e.listImages(t, mediaTenant, ""); len(l.Data) != 1 {
+	if l := e.listImages(t, acme, ""); len(l.Data) != 1 {
 		t.Errorf("just before expiry the list has %d images", len(l.Data))
 	}
 
-	e.clk.Set(mediaStart.Add(time.Hour)) // expires_at == now: expired
-	notFound := mediaErr{404, "image_not_found", "id"}
-	wantMediaErr(t, e.getImage(mediaTenant, img.ID), notFound)
-	wantMediaErr(t, e.imageContent(mediaTenant, img.ID), notFound)
-	wantMediaErr(t, e.deleteImage(mediaTenant, img.ID), notFound)
-	if l := e.listImages(t, mediaTenant, ""); len(l.Data) != 0 {
+	e.clk.Set(t0.Add(time.Hour)) // expires_at == now: expired
+	notFound := apiErr{404, "image_not_found", "id"}
+	wantErr(t, e.getImage(acme, img.ID), notFound)
+	wantErr(t, e.imageContent(acme, img.ID), notFound)
+	wantErr(t, e.deleteImage(acme, img.ID), notFound)
+	if l := e.listImages(t, acme, ""); len(l.Data) != 0 {
 		t.Errorf("at expiry the list has %d images", len(l.Data))
 	}
 }
 
 func TestImageNotFound(t *testing.T) {
-	e := newMediaEnv(t)
-	img := e.mustGenerate(t, mediaTenant, `{"prompt":"p"}`).Data[0]
+	e := newEnv(t)
+	img := e.mustGenerate(t, acme, `{"prompt":"p"}`).Data[0]
 	other := &auth.Tenant{ID: "globex"}
-	notFound := mediaErr{404, "image_not_found", "id"}
+	notFound := apiErr{404, "image_not_found", "id"}
 	for _, tt := range []struct {
 		name   string
 		tenant *auth.Tenant
 		id     string
 	}{
 		{"other tenant", other, img.ID},
-		{"unknown id", mediaTenant, "img_00000000000000000000000000000000"},
-		{"empty id", mediaTenant, ""},
-		{"very long id", mediaTenant, strings.Repeat("x", 40000)},
+		{"unknown id", acme, "img_00000000000000000000000000000000"},
+		{"empty id", acme, ""},
+		{"very long id", acme, strings.Repeat("x", 40000)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			wantMediaErr(t, e.getImage(tt.tenant, tt.id), notFound)
-			wantMediaErr(t, e.imageContent(tt.tenant, tt.id), notFound)
-			wantMediaErr(t, e.deleteImage(tt.tenant, tt.id), notFound)
+			wantErr(t, e.getImage(tt.tenant, tt.id), notFound)
+			wantErr(t, e.imageContent(tt.tenant, tt.id), notFound)
+			wantErr(t, e.deleteImage(tt.tenant, tt.id), notFound)
 		})
 	}
 	if l := e.listImages(t, other, ""); len(l.Data) != 0 {
-		t.Errorf("other tenant lists %v", mediaIDs(l.Data))
+		t.Errorf("other tenant lists %v", idsOf(l.Data))
 	}
 	// The owner still has it.
-	if w := e.getImage(mediaTenant, img.ID); w.Code != 200 {
+	if w := e.getImage(acme, img.ID); w.Code != 200 {
 		t.Errorf("owner GET after others' attempts: %d", w.Code)
 	}
 }
 
 func TestImageDelete(t *testing.T) {
-	e := newMediaEnv(t)
-	a := e.mustGenerate(t, mediaTenant, `{"prompt":"p","n":2}`)
-	w := e.deleteImage(mediaTenant, a.Data[0].ID)
+	e := newEnv(t)
+	a := e.mustGenerate(t, acme, `{"prompt":"p","n":2}`)
+	w := e.deleteImage(acme, a.Data[0].ID)
 	want := map[string]any{"id": a.Data[0].ID, "object": "image", "deleted": true}
-	if diff := cmp.Diff(want, mediaDecode(t, w)); w.Code != 200 || diff != "" {
+	var got map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatalf("DELETE %d %q: %v", w.Code, w.Body.String(), err)
+	}
+	if diff := cmp.Diff(want, got); w.Code != 200 || diff != "" {
 		t.Errorf("DELETE %d mismatch (-want +got):\n%s", w.Code, diff)
 	}
-	wantMediaErr(t, e.getImage(mediaTenant, a.Data[0].ID), mediaErr{404, "image_not_found", "id"})
-	wantMediaErr(t, e.deleteImage(mediaTenant, a.Data[0].ID), mediaErr{404, "image_not_found", "id"})
-	if got := mediaIDs(e.listImages(t, mediaTenant, "").Data); !cmp.Equal(got, []string{a.Data[1].ID}) {
+	wantErr(t, e.getImage(acme, a.Data[0].ID), apiErr{404, "image_not_found", "id"})
+	wantErr(t, e.deleteImage(acme, a.Data[0].ID), apiErr{404, "image_not_found", "id"})
+	if got := idsOf(e.listImages(t, acme, "").Data); !cmp.Equal(got, []string{a.Data[1].ID}) {
 		t.Errorf("list after delete: %v", got)
 	}
 	wantSizes := map[string]int{"img/meta": 1, "img/data": 1, "img/expiry": 1, "img/rate": 1}
@@ -454,10 +457,10 @@ func TestImageDelete(t *testing.T) {
 }
 
 func TestImageList(t *testing.T) {
-	e := newMediaEnv(t)
+	e := newEnv(t)
 	var made []string // oldest first
 	for i := range 3 {
-		made = append(made, e.mustGenerate(t, mediaTenant, `{"prompt":"p`+strconv.Itoa(i)+`"}`).Data[0].ID)
+		made = append(made, e.mustGenerate(t, acme, `{"prompt":"p`+strconv.Itoa(i)+`"}`).Data[0].ID)
 		e.clk.Advance(time.Minute)
 	}
 	other := e.mustGenerate(t, &auth.Tenant{ID: "globex"}, `{"prompt":"theirs"}`).Data[0].ID
@@ -477,35 +480,35 @@ func TestImageList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("query "+tt.query, func(t *testing.T) {
-			l := e.listImages(t, mediaTenant, tt.query)
-			if diff := cmp.Diff(tt.want, mediaIDs(l.Data)); diff != "" || l.HasMore != tt.more {
+			l := e.listImages(t, acme, tt.query)
+			if diff := cmp.Diff(tt.want, idsOf(l.Data)); diff != "" || l.HasMore != tt.more {
 				t.Errorf("has_more %v, ids mismatch (-want +got):\n%s", l.HasMore, diff)
 			}
 		})
 	}
-	if got := mediaIDs(e.listImages(t, &auth.Tenant{ID: "globex"}, "").Data); !cmp.Equal(got, []string{other}) {
+	if got := idsOf(e.listImages(t, &auth.Tenant{ID: "globex"}, "").Data); !cmp.Equal(got, []string{other}) {
 		t.Errorf("globex lists %v", got)
 	}
 
 	for _, tt := range []struct {
 		query string
-		want  mediaErr
+		want  apiErr
 	}{
-		{"?limit=0", mediaErr{400, "invalid_field", "query.limit"}},
-		{"?limit=501", mediaErr{400, "invalid_field", "query.limit"}},
-		{"?limit=ten", mediaErr{400, "invalid_field", "query.limit"}},
-		{"?offset=-1", mediaErr{400, "invalid_field", "query.offset"}},
-		{"?offset=x", mediaErr{400, "invalid_field", "query.offset"}},
+		{"?limit=0", apiErr{400, "invalid_field", "query.limit"}},
+		{"?limit=501", apiErr{400, "invalid_field", "query.limit"}},
+		{"?limit=ten", apiErr{400, "invalid_field", "query.limit"}},
+		{"?offset=-1", apiErr{400, "invalid_field", "query.offset"}},
+		{"?offset=x", apiErr{400, "invalid_field", "query.offset"}},
 	} {
 		t.Run("bad "+tt.query, func(t *testing.T) {
-			wantMediaErr(t, mediaServe(e.images.List, mediaReq("GET", "/v1/images"+tt.query, nil, mediaTenant, nil)), tt.want)
+			wantErr(t, serve(e.svc.List, request("GET", "/v1/images"+tt.query, "", acme, "")), tt.want)
 		})
 	}
 }
 
 func TestImagePurge(t *testing.T) {
 	lifted := &auth.Tenant{ID: "lifted", ConfigCaps: map[string]int{"image_gen_rate_per_hour": 1000}}
-	e := newMediaEnv(t)
+	e := newEnv(t)
 	e.setTenantConfig(t, lifted, "image_gen_rate_per_hour", 1000)
 	ctx := context.Background()
 	// 300 images of one hour (more than one purge batch), in two tenants, and
@@ -513,19 +516,19 @@ func TestImagePurge(t *testing.T) {
 	for range 29 {
 		e.mustGenerate(t, lifted, `{"prompt":"p","n":10,"ttl_hours":1}`)
 	}
-	e.mustGenerate(t, mediaTenant, `{"prompt":"p","n":10,"ttl_hours":1}`)
-	keep := e.mustGenerate(t, mediaTenant, `{"prompt":"p","n":2,"ttl_hours":2}`)
+	e.mustGenerate(t, acme, `{"prompt":"p","n":10,"ttl_hours":1}`)
+	keep := e.mustGenerate(t, acme, `{"prompt":"p","n":2,"ttl_hours":2}`)
 
-	if n, err := e.images.PurgeExpired(ctx); n != 0 || err != nil {
+	if n, err := e.svc.PurgeExpired(ctx); n != 0 || err != nil {
 		t.Fatalf("PurgeExpired before expiry = %d, %v; want 0", n, err)
 	}
-	e.clk.Set(mediaStart.Add(time.Hour - time.Nanosecond))
-	if n, err := e.images.PurgeExpired(ctx); n != 0 || err != nil {
+	e.clk.Set(t0.Add(time.Hour - time.Nanosecond))
+	if n, err := e.svc.PurgeExpired(ctx); n != 0 || err != nil {
 		t.Fatalf("PurgeExpired just before expiry = %d, %v; want 0", n, err)
 	}
 
-	e.clk.Set(mediaStart.Add(time.Hour))
-	if n, err := e.images.PurgeExpired(ctx); n != 300 || err != nil {
+	e.clk.Set(t0.Add(time.Hour))
+	if n, err := e.svc.PurgeExpired(ctx); n != 300 || err != nil {
 		t.Fatalf("PurgeExpired at expiry = %d, %v; want 300", n, err)
 	}
 	// The rate ledger left the window too.
@@ -533,12 +536,12 @@ func TestImagePurge(t *testing.T) {
 	if diff := cmp.Diff(want, e.bucketSizes(t)); diff != "" {
 		t.Errorf("buckets after the first purge mismatch (-want +got):\n%s", diff)
 	}
-	if got := mediaIDs(e.listImages(t, mediaTenant, "").Data); len(got) != 2 {
-		t.Errorf("kept images: %v, want %v", got, mediaIDs(keep.Data))
+	if got := idsOf(e.listImages(t, acme, "").Data); len(got) != 2 {
+		t.Errorf("kept images: %v, want %v", got, idsOf(keep.Data))
 	}
 
-	e.clk.Set(mediaStart.Add(2 * time.Hour))
-	if n, err := e.images.PurgeExpired(ctx); n != 2 || err != nil {
+	e.clk.Set(t0.Add(2 * time.Hour))
+	if n, err := e.svc.PurgeExpired(ctx); n != 2 || err != nil {
 		t.Fatalf("second PurgeExpired = %d, %v; want 2", n, err)
 	}
 	if got := e.bucketSizes(t); len(got) != 0 {
@@ -546,41 +549,63 @@ func TestImagePurge(t *testing.T) {
 	}
 
 	e.st.FailNext(errors.New("disk on fire"))
-	if _, err := e.images.PurgeExpired(ctx); err == nil {
+	if _, err := e.svc.PurgeExpired(ctx); err == nil {
 		t.Error("PurgeExpired with a failing store: nil error")
 	}
 }
 
-func TestImageRunPurger(t *testing.T) {
-	e := newMediaEnv(t)
-	img := e.mustGenerate(t, mediaTenant, `{"prompt":"p","ttl_hours":1}`).Data[0]
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.images.RunPurger(ctx, 5*time.Millisecond)
-	}()
-	e.clk.Advance(time.Hour)
-	deadline := time.Now().Add(5 * time.Second)
-	for e.bucketSizes(t)["img/meta"] != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("image %s not purged within 5 s", img.ID)
+// TestImagePurger: New starts a purger that purges at once and then every
+// PurgeInterval (0 means one minute); Close stops it and waits for it.
+func TestImagePurger(t *testing.T) {
+	e := newEnv(t)
+	stored := func() int { return e.bucketSizes(t)["img/meta"] }
+	waitPurged := func(t *testing.T) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); stored() != 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("expired image not purged within 5 s")
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("RunPurger did not return after its context ended")
+	// Close waits for the purger to return; a second Close returns at once.
+	closeTwice := func(t *testing.T, s *images.Service) {
+		t.Helper()
+		for range 2 {
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		}
+	}
+
+	// Expired before New: the first purge, at New, takes it, also with the
+	// default interval of one minute.
+	e.mustGenerate(t, acme, `{"prompt":"p","ttl_hours":1}`)
+	e.clk.Advance(time.Hour)
+	s := e.start(t, 0)
+	waitPurged(t)
+	closeTwice(t, s)
+
+	// Expiring while the purger runs: a later round takes it.
+	s = e.start(t, 5*time.Millisecond)
+	e.mustGenerate(t, acme, `{"prompt":"p","ttl_hours":1}`)
+	e.clk.Advance(time.Hour)
+	waitPurged(t)
+	closeTwice(t, s)
+
+	// Closed, it purges no more.
+	e.mustGenerate(t, acme, `{"prompt":"p","ttl_hours":1}`)
+	e.clk.Advance(time.Hour)
+	time.Sleep(50 * time.Millisecond)
+	if n := stored(); n != 1 {
+		t.Errorf("after Close, %d images stored, want the expired one", n)
 	}
 }
 
 func TestImageRate(t *testing.T) {
-	e := newMediaEnv(t)
+	e := newEnv(t)
 	quota := func(t *testing.T, w *httptest.ResponseRecorder, retryAfter string) {
 		t.Helper()
-		wantMediaErr(t, w, mediaErr{429, "model_quota_exhausted", "<null>"})
+		wantErr(t, w, apiErr{429, "model_quota_exhausted", "<null>"})
 		if got := w.Header().Get("Retry-After"); got != retryAfter {
 			t.Errorf("Retry-After = %q, want %q", got, retryAfter)
 		}
@@ -595,9 +620,9 @@ func TestImageRate(t *testing.T) {
 	// Another tenant has its own budget.
 	e.mustGenerate(t, &auth.Tenant{ID: "other", ConfigCaps: cappedTenant.ConfigCaps}, `{"prompt":"p","n":3}`)
 
-	e.clk.Set(mediaStart.Add(time.Hour - time.Second))
+	e.clk.Set(t0.Add(time.Hour - time.Second))
 	quota(t, e.generate(t, cappedTenant, `{"prompt":"p","n":2}`), "1")
-	e.clk.Set(mediaStart.Add(time.Hour)) // the t0 images left the window
+	e.clk.Set(t0.Add(time.Hour)) // the t0 images left the window
 	e.mustGenerate(t, cappedTenant, `{"prompt":"p","n":2}`)
 	// Now t0+10m: 1 and t0+1h: 2; three images need both to leave.
 	quota(t, e.generate(t, cappedTenant, `{"prompt":"p","n":3}`), "3600")
@@ -610,18 +635,18 @@ func TestImageRate(t *testing.T) {
 
 func TestImageRateChargesDelivered(t *testing.T) {
 	one := `{"created":1,"data":[{"b64_json":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==","revised_prompt":"a fine cat"}],"usage":{"total_tokens":5}}`
-	e := newMediaEnv(t, upstreamtest.WithScript(upstreamtest.Reply{Body: []byte(one)}))
+	e := newEnv(t, upstreamtest.WithScript(upstreamtest.Reply{Body: []byte(one)}))
 	a := e.mustGenerate(t, cappedTenant, `{"prompt":"p","n":3}`)
 	if len(a.Data) != 1 || a.Data[0].RevisedPrompt != "a fine cat" || string(a.Usage) != `{"total_tokens":5}` {
 		t.Fatalf("answer: %+v", a)
 	}
 	// Charged 1 of 3: two more fit.
 	e.mustGenerate(t, cappedTenant, `{"prompt":"p","n":2}`)
-	wantMediaErr(t, e.generate(t, cappedTenant, `{"prompt":"p"}`), mediaErr{429, "model_quota_exhausted", "<null>"})
+	wantErr(t, e.generate(t, cappedTenant, `{"prompt":"p"}`), apiErr{429, "model_quota_exhausted", "<null>"})
 }
 
 func TestImageRateConcurrent(t *testing.T) {
-	e := newMediaEnv(t, upstreamtest.WithReply(upstreamtest.Reply{Latency: 20 * time.Millisecond}))
+	e := newEnv(t, upstreamtest.WithReply(upstreamtest.Reply{Latency: 20 * time.Millisecond}))
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -644,9 +669,9 @@ func TestImageRateConcurrent(t *testing.T) {
 }
 
 func TestImageStorageErrors(t *testing.T) {
-	e := newMediaEnv(t)
-	img := e.mustGenerate(t, mediaTenant, `{"prompt":"p"}`).Data[0]
-	storageErr := mediaErr{500, "storage_error", "<null>"}
+	e := newEnv(t)
+	img := e.mustGenerate(t, acme, `{"prompt":"p"}`).Data[0]
+	storageErr := apiErr{500, "storage_error", "<null>"}
 	disk := errors.New("disk on fire")
 
 	// The write of the generated images fails (the second Update: the first
@@ -660,23 +685,23 @@ func TestImageStorageErrors(t *testing.T) {
 		}
 		return nil
 	})
-	wantMediaErr(t, e.generate(t, mediaTenant, `{"prompt":"p"}`), storageErr)
+	wantErr(t, e.generate(t, acme, `{"prompt":"p"}`), storageErr)
 	e.st.FailWith(nil)
 
 	for name, h := range map[string]func() *httptest.ResponseRecorder{
 		"list": func() *httptest.ResponseRecorder {
-			return mediaServe(e.images.List, mediaReq("GET", "/v1/images", nil, mediaTenant, nil))
+			return serve(e.svc.List, request("GET", "/v1/images", "", acme, ""))
 		},
-		"get":     func() *httptest.ResponseRecorder { return e.getImage(mediaTenant, img.ID) },
-		"content": func() *httptest.ResponseRecorder { return e.imageContent(mediaTenant, img.ID) },
-		"delete":  func() *httptest.ResponseRecorder { return e.deleteImage(mediaTenant, img.ID) },
+		"get":     func() *httptest.ResponseRecorder { return e.getImage(acme, img.ID) },
+		"content": func() *httptest.ResponseRecorder { return e.imageContent(acme, img.ID) },
+		"delete":  func() *httptest.ResponseRecorder { return e.deleteImage(acme, img.ID) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			e.st.FailNext(disk)
-			wantMediaErr(t, h(), storageErr)
+			wantErr(t, h(), storageErr)
 		})
 	}
-	if l := e.listImages(t, mediaTenant, ""); len(l.Data) != 1 {
+	if l := e.listImages(t, acme, ""); len(l.Data) != 1 {
 		t.Errorf("after the failures the tenant has %d images, want 1", len(l.Data))
 	}
 }

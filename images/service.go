@@ -1,0 +1,129 @@
+package images
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Upstream sends the generation calls. Required.
+	Upstream upstream.Upstream
+	// Catalog is the model catalog. Required.
+	Catalog *upstream.Catalog
+	// Store keeps the images, their expiry index and the rate ledger (buckets
+	// img/...), and holds the tenant configuration. Required. Close does not
+	// close it.
+	Store store.Store
+	// Clock stamps images and decides expiry and the rate window. Nil means
+	// clock.Wall.
+	Clock clock.Clock
+	// Logger logs the purger's failures. Nil discards them.
+	Logger *slog.Logger
+	// MaxResponseBytes bounds what the gateway holds of one upstream answer
+	// (relay.Options.MaxBytes). 0 means relay.DefaultMaxBytes (16 MiB).
+	MaxResponseBytes int64
+	// PurgeInterval is how often the purger deletes expired images (it also
+	// runs once at New). 0 means DefaultPurgeInterval (one minute). Negative
+	// means no purger: expired images answer image_not_found all the same,
+	// but stay stored until someone calls PurgeExpired.
+	PurgeInterval time.Duration
+}
+
+// Image limits and defaults.
+const (
+	// DefaultTTLHours is the time-to-live of an image whose request has no
+	// ttl_hours ("TTL default 12 h, up to 7 days via ttl_hours").
+	DefaultTTLHours = 12
+	// MaxPerRequest is the largest n of a generation request.
+	MaxPerRequest = 10
+	// RateWindow is the window of image_gen_rate_per_hour.
+	RateWindow = time.Hour
+	// DefaultPurgeInterval is the purger's interval when Config gives none.
+	DefaultPurgeInterval = time.Minute
+)
+
+// Service serves the image endpoints and runs the purger of expired images
+// (see the package doc). Its handler methods are plain http.HandlerFuncs.
+type Service struct {
+	up      upstream.Upstream
+	catalog *upstream.Catalog
+	st      store.Store
+	clock   clock.Clock
+	logger  *slog.Logger
+	// maxBytes bounds the upstream's JSON answer, which is held whole to
+	// decode and store its images.
+	maxBytes int64
+
+	stopPurger context.CancelFunc
+	purgerDone chan struct{} // closed when the purger returned
+}
+
+// New returns a Service for cfg and starts its purger (unless
+// cfg.PurgeInterval is negative); Close stops it.
+func New(cfg Config) *Service {
+	s := &Service{up: cfg.Upstream, catalog: cfg.Catalog, st: cfg.Store, clock: cfg.Clock, logger: cfg.Logger, maxBytes: cfg.MaxResponseBytes}
+	if s.maxBytes <= 0 {
+		s.maxBytes = relay.DefaultMaxBytes
+	}
+	if s.clock == nil {
+		s.clock = clock.Wall{}
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	every := cfg.PurgeInterval
+	if every == 0 {
+		every = DefaultPurgeInterval
+	}
+	s.purgerDone = make(chan struct{})
+	if every < 0 {
+		s.stopPurger = func() {}
+		close(s.purgerDone)
+		return s
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopPurger = cancel
+	go func() {
+		defer close(s.purgerDone)
+		s.purge(ctx, every)
+	}()
+	return s
+}
+
+// Close stops the purger and waits for it to return; a purge under way is
+// cancelled (what it deleted stays deleted). It returns nil, and is safe to
+// call more than once. Requests should be drained first: Close does not stop
+// the handlers, and does not close the Store.
+func (s *Service) Close() error {
+	s.stopPurger()
+	<-s.purgerDone
+	return nil
+}
+
+// purge calls PurgeExpired at once and then every interval until ctx ends.
+// Failures are logged and retried at the next interval.
+func (s *Service) purge(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := s.PurgeExpired(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.logger.LogAttrs(ctx, slog.LevelWarn, "image purge failed", slog.Int("purged", n), slog.String("error", err.Error()))
+		case n > 0:
+			s.logger.LogAttrs(ctx, slog.LevelInfo, "expired images purged", slog.Int("purged", n))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

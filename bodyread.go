@@ -96,6 +96,8 @@ func (b *requestBody) Close() error { return b.rc.Close() }
 // read deadline is set in the past so that net/http does not wait for the
 // rest of the body first, as it does to reuse a connection. A request whose
 // body is never read (a 401, a 429, a public route) thus never waits for it.
+// (A body over the limit is different: net/http's MaxBytesReader tells the
+// server, which then lingers before closing, so the client reads its 413.)
 func (b *requestBody) abandon(h http.Header) {
 	if b.eof {
 		return

@@ -64,7 +64,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Body != http.NoBody {
 		st.body = requestBody{rc: r.Body, dl: deadlineOf(w), start: start, grace: g.cfg.bodyTimeout, minRate: g.cfg.bodyMinRate}
 		sw.body = &st.body
-		r.Body = http.MaxBytesReader(sw, &st.body, g.cfg.bodyLimit)
+		// w, not sw: net/http's own writer learns that the limit was hit, and
+		// then lingers before closing, so the client reads the 413 instead of
+		// a reset connection.
+		r.Body = http.MaxBytesReader(w, &st.body, g.cfg.bodyLimit)
 	}
 	g.router.ServeHTTP(sw, r)
 }

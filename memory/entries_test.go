@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/memory"
 )
 
@@ -21,24 +22,24 @@ func TestPutEntryValidation(t *testing.T) {
 		name string
 		user string
 		body any
-		want apiErr
+		want testkit.Error
 	}{
-		{"ok", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private"}, apiErr{}},
-		{"ok public scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": "team"}, apiErr{}},
-		{"no key", "alice", map[string]any{"value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "body.key")},
-		{"null key", "alice", map[string]any{"key": nil, "value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "body.key")},
-		{"empty key", "alice", map[string]any{"key": "", "value": "v", "visibility": "private"}, wantErr(errcat.InvalidField, "body.key")},
-		{"key not string", "alice", map[string]any{"key": 3, "value": "v", "visibility": "private"}, wantErr(errcat.InvalidField, "body.key")},
-		{"no value", "alice", map[string]any{"key": "k", "visibility": "private"}, wantErr(errcat.MissingField, "body.value")},
-		{"empty value", "alice", map[string]any{"key": "k", "value": "", "visibility": "private"}, wantErr(errcat.InvalidField, "body.value")},
-		{"value not string", "alice", map[string]any{"key": "k", "value": []int{1}, "visibility": "private"}, wantErr(errcat.InvalidField, "body.value")},
-		{"no visibility", "alice", map[string]any{"key": "k", "value": "v"}, wantErr(errcat.MissingField, "body.visibility")},
-		{"bad visibility", "alice", map[string]any{"key": "k", "value": "v", "visibility": "shared"}, wantErr(errcat.InvalidField, "body.visibility")},
-		{"long scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": strings.Repeat("s", 257)}, wantErr(errcat.InvalidField, "body.scope_id")},
-		{"unknown field", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "ttl": 3}, wantErr(errcat.InvalidField, "body.ttl")},
-		{"user_id in body", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "user_id": "bob"}, wantErr(errcat.InvalidField, "body.user_id")},
-		{"not json", "alice", "{", wantErr(errcat.InvalidJSON, "")},
-		{"no user", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "headers.gw-user-id")},
+		{"ok", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private"}, testkit.Error{}},
+		{"ok public scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": "team"}, testkit.Error{}},
+		{"no key", "alice", map[string]any{"value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "body.key")},
+		{"null key", "alice", map[string]any{"key": nil, "value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "body.key")},
+		{"empty key", "alice", map[string]any{"key": "", "value": "v", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.key")},
+		{"key not string", "alice", map[string]any{"key": 3, "value": "v", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.key")},
+		{"no value", "alice", map[string]any{"key": "k", "visibility": "private"}, testkit.WantError(errcat.MissingField, "body.value")},
+		{"empty value", "alice", map[string]any{"key": "k", "value": "", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.value")},
+		{"value not string", "alice", map[string]any{"key": "k", "value": []int{1}, "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.value")},
+		{"no visibility", "alice", map[string]any{"key": "k", "value": "v"}, testkit.WantError(errcat.MissingField, "body.visibility")},
+		{"bad visibility", "alice", map[string]any{"key": "k", "value": "v", "visibility": "shared"}, testkit.WantError(errcat.InvalidField, "body.visibility")},
+		{"long scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": strings.Repeat("s", 257)}, testkit.WantError(errcat.InvalidField, "body.scope_id")},
+		{"unknown field", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "ttl": 3}, testkit.WantError(errcat.InvalidField, "body.ttl")},
+		{"user_id in body", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "user_id": "bob"}, testkit.WantError(errcat.InvalidField, "body.user_id")},
+		{"not json", "alice", "{", testkit.WantError(errcat.InvalidJSON, "")},
+		{"no user", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
 	}
 	for _, tc := range tests {
 		e.failsIn(t, tc.name, req{method: "POST", path: "/v1/memory", user: tc.user, body: tc.body}, tc.want)
@@ -77,21 +78,21 @@ func TestBucketCapBoundary(t *testing.T) {
 	put := func(key, value string) req {
 		return req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": key, "value": value, "visibility": "private"}}
 	}
-	full := wantErr(errcat.MemoryBucketFull, "value")
+	full := testkit.WantError(errcat.MemoryBucketFull, "value")
 	steps := []struct {
 		name      string
 		q         req
-		want      apiErr
+		want      testkit.Error
 		wantUsage map[string]any
 		wantList  []string
 	}{
 		{"one byte over the cap in one entry", put("a", repeat(cap)), full, usageOf(0, 0), []string{}},
-		{"exactly the cap", put("a", repeat(cap-1)), apiErr{}, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
+		{"exactly the cap", put("a", repeat(cap-1)), testkit.Error{}, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
 		{"any new entry overflows", put("b", "x"), full, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
 		{"upsert that grows by one byte keeps the old value", put("a", repeat(cap)), full, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
-		{"upsert that shrinks", put("a", repeat(cap-11)), apiErr{}, usageOf(cap-10, 1), []string{"a=" + repeat(cap-11) + "/private"}},
-		{"new entry up to the cap again", put("b", repeat(9)), apiErr{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + repeat(9) + "/private"}},
-		{"upsert to same size", put("b", strings.Repeat("w", 9)), apiErr{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + strings.Repeat("w", 9) + "/private"}},
+		{"upsert that shrinks", put("a", repeat(cap-11)), testkit.Error{}, usageOf(cap-10, 1), []string{"a=" + repeat(cap-11) + "/private"}},
+		{"new entry up to the cap again", put("b", repeat(9)), testkit.Error{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + repeat(9) + "/private"}},
+		{"upsert to same size", put("b", strings.Repeat("w", 9)), testkit.Error{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + strings.Repeat("w", 9) + "/private"}},
 		{"upsert that grows", put("b", repeat(10)), full, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + strings.Repeat("w", 9) + "/private"}},
 	}
 	e := newEnv(t)
@@ -111,9 +112,9 @@ func TestBucketCapCountsUTF8Bytes(t *testing.T) {
 	e.remember("", "alice", "kk", v, "private", "")
 	diffT(t, "usage", usageOf(memory.BucketCapBytes, 1), e.usage("alice", "private", ""))
 	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "kk", "value": v + "x", "visibility": "private"}},
-		wantErr(errcat.MemoryBucketFull, "value"))
+		testkit.WantError(errcat.MemoryBucketFull, "value"))
 	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "é", "visibility": "private"}},
-		wantErr(errcat.MemoryBucketFull, "value"))
+		testkit.WantError(errcat.MemoryBucketFull, "value"))
 }
 
 func TestBucketsAreSeparate(t *testing.T) {
@@ -179,21 +180,21 @@ func TestQueryValidation(t *testing.T) {
 	tests := []struct {
 		method, path string
 		user         string
-		want         apiErr
+		want         testkit.Error
 	}{
-		{"GET", "/v1/memory?visibility=team", "alice", wantErr(errcat.InvalidField, "query.visibility")},
-		{"GET", "/v1/memory?scope_id=" + strings.Repeat("s", 257), "alice", wantErr(errcat.InvalidField, "query.scope_id")},
-		{"GET", "/v1/memory", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"GET", "/v1/memory/usage", "alice", wantErr(errcat.MissingField, "query.visibility")},
-		{"GET", "/v1/memory/usage?visibility=", "alice", wantErr(errcat.MissingField, "query.visibility")},
-		{"GET", "/v1/memory/usage?visibility=all", "alice", wantErr(errcat.InvalidField, "query.visibility")},
-		{"GET", "/v1/memory/usage?visibility=private", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"DELETE", "/v1/memory?key=k", "alice", wantErr(errcat.MissingField, "query.visibility")},
-		{"DELETE", "/v1/memory?visibility=private", "alice", wantErr(errcat.MissingField, "query.key")},
-		{"DELETE", "/v1/memory?visibility=private&key=", "alice", wantErr(errcat.InvalidField, "query.key")},
-		{"DELETE", "/v1/memory?visibility=x&key=k", "alice", wantErr(errcat.InvalidField, "query.visibility")},
-		{"DELETE", "/v1/memory?visibility=private&key=k", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"DELETE", "/v1/memory?visibility=private&key=k", "alice", apiErr{}},
+		{"GET", "/v1/memory?visibility=team", "alice", testkit.WantError(errcat.InvalidField, "query.visibility")},
+		{"GET", "/v1/memory?scope_id=" + strings.Repeat("s", 257), "alice", testkit.WantError(errcat.InvalidField, "query.scope_id")},
+		{"GET", "/v1/memory", "", testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"GET", "/v1/memory/usage", "alice", testkit.WantError(errcat.MissingField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=", "alice", testkit.WantError(errcat.MissingField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=all", "alice", testkit.WantError(errcat.InvalidField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=private", "", testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"DELETE", "/v1/memory?key=k", "alice", testkit.WantError(errcat.MissingField, "query.visibility")},
+		{"DELETE", "/v1/memory?visibility=private", "alice", testkit.WantError(errcat.MissingField, "query.key")},
+		{"DELETE", "/v1/memory?visibility=private&key=", "alice", testkit.WantError(errcat.InvalidField, "query.key")},
+		{"DELETE", "/v1/memory?visibility=x&key=k", "alice", testkit.WantError(errcat.InvalidField, "query.visibility")},
+		{"DELETE", "/v1/memory?visibility=private&key=k", "", testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"DELETE", "/v1/memory?visibility=private&key=k", "alice", testkit.Error{}},
 	}
 	for _, tc := range tests {
 		e.failsIn(t, tc.method+" "+tc.path, req{method: tc.method, path: tc.path, user: tc.user}, tc.want)
@@ -273,7 +274,7 @@ func TestUsageMatchesEntries(t *testing.T) {
 					q.method, q.path = "POST", "/v1/memory"
 					q.body = map[string]any{"key": key, "value": repeat(1 + rnd.IntN(4000)), "visibility": "public"}
 				}
-				r, err := newRequest(q, nil)
+				r, err := request(q, nil).Build()
 				if err != nil {
 					t.Error(err)
 					return

@@ -1,12 +1,8 @@
 package memory_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +10,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tools"
@@ -85,90 +81,39 @@ type req struct {
 	body         any // string sent verbatim, anything else as JSON
 }
 
-// newRequest builds q as the root's middleware hands it to a handler: with a
-// principal of the tenant that denies the scopes deny. It returns an error
-// instead of failing a test so that other goroutines may call it.
-func newRequest(q req, deny []string) (*http.Request, error) {
-	var body []byte
-	switch b := q.body.(type) {
-	case nil:
-	case string:
-		body = []byte(b)
-	default:
-		var err error
-		if body, err = json.Marshal(b); err != nil {
-			return nil, fmt.Errorf("body of %s %s: %w", q.method, q.path, err)
-		}
-	}
-	r := httptest.NewRequest(q.method, q.path, bytes.NewReader(body))
-	if q.user != "" {
-		r.Header.Set(httpx.HeaderUserID, q.user)
-	}
+// request is q as the root's middleware hands it to a handler: with a
+// principal of a member of the tenant, denied the scopes deny.
+func request(q req, deny []string) testkit.Request {
 	tenant := q.tenant
 	if tenant == "" {
 		tenant = "acme"
 	}
-	p := &auth.Principal{Tenant: &auth.Tenant{ID: tenant}, Role: auth.RoleMember, Deny: deny}
-	return r.WithContext(auth.NewContext(r.Context(), p)), nil
+	return testkit.Request{Method: q.method, Target: q.path, User: q.user, Body: q.body,
+		Principal: &auth.Principal{Tenant: &auth.Tenant{ID: tenant}, Role: auth.RoleMember, Deny: deny}}
 }
 
 // do sends q and returns the status and the decoded JSON body.
 func (e *env) do(q req) (int, any) {
 	e.t.Helper()
-	r, err := newRequest(q, e.deny)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		e.t.Fatalf("%s %s: Content-Type %q", q.method, q.path, ct)
-	}
+	w := testkit.Serve(e.t, e.h, request(q, e.deny))
 	var out any
-	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
-		e.t.Fatalf("%s %s: body %q: %v", q.method, q.path, w.Body.String(), err)
-	}
+	testkit.Decode(e.t, w, w.Code, &out)
 	return w.Code, out
 }
 
 // ok sends q, wants 200 and returns the body.
 func (e *env) ok(q req) any {
 	e.t.Helper()
-	status, out := e.do(q)
-	if status != http.StatusOK {
-		e.t.Fatalf("%s %s: status %d, want 200; body %v", q.method, q.path, status, out)
-	}
+	var out any
+	testkit.Decode(e.t, testkit.Serve(e.t, e.h, request(q, e.deny)), http.StatusOK, &out)
 	return out
 }
 
-// apiErr is the part of an error envelope the tests compare.
-type apiErr struct {
-	Status      int
-	Code, Param string
-}
-
-// errOf returns the error of an answer, or the zero apiErr for a 200.
-func errOf(status int, body any) apiErr {
-	if status == http.StatusOK {
-		return apiErr{}
-	}
-	m, _ := body.(map[string]any)
-	e, _ := m["error"].(map[string]any)
-	code, _ := e["code"].(string)
-	param, _ := e["param"].(string)
-	return apiErr{Status: status, Code: code, Param: param}
-}
-
-// wantErr builds the expected apiErr of code, with the catalog's status.
-func wantErr(code errcat.Code, param string) apiErr {
-	return apiErr{Status: errcat.Lookup(code).HTTPStatus, Code: string(code), Param: param}
-}
-
 // fails sends q and compares its error with want.
-func (e *env) fails(q req, want apiErr) {
+func (e *env) fails(q req, want testkit.Error) {
 	e.t.Helper()
 	status, body := e.do(q)
-	if diff := cmp.Diff(want, errOf(status, body)); diff != "" {
+	if diff := cmp.Diff(want, testkit.ErrorOf(e.t, status, body)); diff != "" {
 		e.t.Errorf("%s %s error mismatch (-want +got):\n%s", q.method, q.path, diff)
 	}
 }
@@ -186,7 +131,7 @@ func (e *env) run(t *testing.T, name string, f func(t *testing.T)) {
 }
 
 // failsIn sends q in the subtest name of t and compares its error with want.
-func (e *env) failsIn(t *testing.T, name string, q req, want apiErr) {
+func (e *env) failsIn(t *testing.T, name string, q req, want testkit.Error) {
 	t.Helper()
 	e.run(t, name, func(*testing.T) { e.fails(q, want) })
 }
@@ -197,7 +142,7 @@ func (e *env) failStorage(qs ...req) {
 	e.t.Helper()
 	for _, q := range qs {
 		e.st.FailNext(errors.New("disk on fire"))
-		e.fails(q, wantErr(errcat.StorageError, ""))
+		e.fails(q, testkit.WantError(errcat.StorageError, ""))
 	}
 }
 

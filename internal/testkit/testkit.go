@@ -24,6 +24,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/google/go-cmp/cmp"
 )
 
 // RequestID is the request id of the httpx.Info that Build puts in a request.
@@ -176,4 +177,13 @@ func ErrorOf(t testing.TB, status int, body any) Error {
 		e.Param = *env.Error.Param
 	}
 	return e
+}
+
+// Diff reports with t.Errorf when want and got differ (by cmp.Diff with
+// opts), as "what mismatch (-want +got):" and the diff; the test goes on.
+func Diff(t testing.TB, what string, want, got any, opts ...cmp.Option) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, opts...); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
+	}
 }

@@ -18,7 +18,7 @@ import (
 // were called, so that a test can see a helper fail.
 type recordingT struct {
 	testing.TB
-	fatal string
+	fatal, errors string
 }
 
 func (t *recordingT) Helper() {}
@@ -26,6 +26,8 @@ func (t *recordingT) Helper() {}
 func (t *recordingT) Fatal(args ...any) { t.fatal = fmt.Sprint(args...) }
 
 func (t *recordingT) Fatalf(format string, args ...any) { t.fatal = fmt.Sprintf(format, args...) }
+
+func (t *recordingT) Errorf(format string, args ...any) { t.errors += fmt.Sprintf(format, args...) }
 
 // sent is what a handler sees of a request.
 type sent struct {
@@ -214,5 +216,17 @@ func TestContent(t *testing.T) {
 	testkit.Content(rt, []testkit.Event{{Data: "not json"}})
 	if rt.fatal == "" {
 		t.Error("Content of a chunk that is not JSON did not fail the test")
+	}
+}
+
+func TestDiff(t *testing.T) {
+	rt := &recordingT{TB: t}
+	testkit.Diff(rt, "same", []int{1}, []int{1})
+	if rt.errors != "" {
+		t.Errorf("Diff of equal values reported %q", rt.errors)
+	}
+	testkit.Diff(rt, "list", []int{1}, []int{2})
+	if !strings.HasPrefix(rt.errors, "list mismatch (-want +got):\n") || !strings.Contains(rt.errors, "-") {
+		t.Errorf("Diff of different values reported %q", rt.errors)
 	}
 }

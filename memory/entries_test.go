@@ -50,13 +50,13 @@ func TestPutEntryAnswer(t *testing.T) {
 	e := newEnv(t)
 	got := e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v1", "visibility": "private"}})
 	created := t0.Format(time.RFC3339Nano)
-	diffT(t, "first write", map[string]any{"key": "k", "value": "v1", "visibility": "private", "scope_id": "default",
+	testkit.Diff(t, "first write", map[string]any{"key": "k", "value": "v1", "visibility": "private", "scope_id": "default",
 		"created_at": created, "updated_at": created}, got)
 	e.clk.Advance(time.Minute)
 	got = e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v2", "visibility": "private"}})
-	diffT(t, "upsert", map[string]any{"key": "k", "value": "v2", "visibility": "private", "scope_id": "default",
+	testkit.Diff(t, "upsert", map[string]any{"key": "k", "value": "v2", "visibility": "private", "scope_id": "default",
 		"created_at": created, "updated_at": t0.Add(time.Minute).Format(time.RFC3339Nano)}, got)
-	diffT(t, "list", []string{"k=v2/private"}, e.list("", "alice", "visibility=private"))
+	testkit.Diff(t, "list", []string{"k=v2/private"}, e.list("", "alice", "visibility=private"))
 }
 
 // usage returns the usage answer of a bucket.
@@ -99,8 +99,8 @@ func TestBucketCapBoundary(t *testing.T) {
 	for _, s := range steps {
 		e.run(t, s.name, func(t *testing.T) {
 			e.fails(s.q, s.want)
-			diffT(t, "usage", s.wantUsage, e.usage("alice", "private", ""))
-			diffT(t, "entries", s.wantList, e.list("", "alice", "visibility=private"))
+			testkit.Diff(t, "usage", s.wantUsage, e.usage("alice", "private", ""))
+			testkit.Diff(t, "entries", s.wantList, e.list("", "alice", "visibility=private"))
 		})
 	}
 }
@@ -110,7 +110,7 @@ func TestBucketCapCountsUTF8Bytes(t *testing.T) {
 	// "é" is 2 bytes: key 2 + value 2*8190 + 2 = 16384.
 	v := strings.Repeat("é", 8190) + "xx"
 	e.remember("", "alice", "kk", v, "private", "")
-	diffT(t, "usage", usageOf(memory.BucketCapBytes, 1), e.usage("alice", "private", ""))
+	testkit.Diff(t, "usage", usageOf(memory.BucketCapBytes, 1), e.usage("alice", "private", ""))
 	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "kk", "value": v + "x", "visibility": "private"}},
 		testkit.WantError(errcat.MemoryBucketFull, "value"))
 	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "é", "visibility": "private"}},
@@ -136,30 +136,30 @@ func TestBucketsAreSeparate(t *testing.T) {
 func TestPrivateIsolation(t *testing.T) {
 	e := newEnv(t)
 	e.remember("", "alice", "secret", "42", "private", "")
-	diffT(t, "bob's private list", []string{}, e.list("", "bob", "visibility=private"))
-	diffT(t, "bob's list", []string{}, e.list("", "bob", ""))
-	diffT(t, "bob's usage", usageOf(0, 0), e.usage("bob", "private", ""))
-	diffT(t, "bob's delete", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=secret", user: "bob"}))
-	diffT(t, "alice's list", []string{"secret=42/private"}, e.list("", "alice", "visibility=private"))
+	testkit.Diff(t, "bob's private list", []string{}, e.list("", "bob", "visibility=private"))
+	testkit.Diff(t, "bob's list", []string{}, e.list("", "bob", ""))
+	testkit.Diff(t, "bob's usage", usageOf(0, 0), e.usage("bob", "private", ""))
+	testkit.Diff(t, "bob's delete", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=secret", user: "bob"}))
+	testkit.Diff(t, "alice's list", []string{"secret=42/private"}, e.list("", "alice", "visibility=private"))
 }
 
 func TestPublicSharingAndTenantIsolation(t *testing.T) {
 	e := newEnv(t)
 	e.remember("", "alice", "wifi", "guest", "public", "office")
-	diffT(t, "bob in the scope", []string{"wifi=guest/public"},
+	testkit.Diff(t, "bob in the scope", []string{"wifi=guest/public"},
 		e.list("", "bob", "visibility=public&scope_id=office"))
-	diffT(t, "bob in the default scope", []string{},
+	testkit.Diff(t, "bob in the default scope", []string{},
 		e.list("", "bob", "visibility=public"))
-	diffT(t, "other tenant", []string{},
+	testkit.Diff(t, "other tenant", []string{},
 		e.list("other", "alice", "visibility=public&scope_id=office"))
-	diffT(t, "other tenant's delete", map[string]any{"deleted": false},
+	testkit.Diff(t, "other tenant's delete", map[string]any{"deleted": false},
 		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "alice", tenant: "other"}))
-	diffT(t, "bob's usage", usageOf(len("wifi")+len("guest"), 1), e.usage("bob", "public", "office"))
-	diffT(t, "bob deletes", map[string]any{"deleted": true},
+	testkit.Diff(t, "bob's usage", usageOf(len("wifi")+len("guest"), 1), e.usage("bob", "public", "office"))
+	testkit.Diff(t, "bob deletes", map[string]any{"deleted": true},
 		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "bob"}))
-	diffT(t, "alice after the delete", []string{},
+	testkit.Diff(t, "alice after the delete", []string{},
 		e.list("", "alice", "visibility=public&scope_id=office"))
-	diffT(t, "usage after the delete", usageOf(0, 0), e.usage("alice", "public", "office"))
+	testkit.Diff(t, "usage after the delete", usageOf(0, 0), e.usage("alice", "public", "office"))
 }
 
 func TestListWithoutVisibility(t *testing.T) {
@@ -169,9 +169,9 @@ func TestListWithoutVisibility(t *testing.T) {
 	e.remember("", "alice", "a", "3", "private", "")
 	e.remember("", "alice", "a", "4", "public", "")
 	e.remember("", "alice", "c", "5", "private", "other")
-	diffT(t, "list", []string{"a=3/private", "z=1/private", "a=4/public", "b=2/public"},
+	testkit.Diff(t, "list", []string{"a=3/private", "z=1/private", "a=4/public", "b=2/public"},
 		e.list("", "alice", ""))
-	diffT(t, "list of scope other", []string{"c=5/private"},
+	testkit.Diff(t, "list of scope other", []string{"c=5/private"},
 		e.list("", "alice", "scope_id=other"))
 }
 
@@ -206,12 +206,12 @@ func TestDeleteEntryUpdatesUsage(t *testing.T) {
 	for _, kv := range [][2]string{{"a", "12345"}, {"bb", "1"}} {
 		e.remember("", "alice", kv[0], kv[1], "private", "")
 	}
-	diffT(t, "usage", usageOf(9, 2), e.usage("alice", "private", ""))
-	diffT(t, "delete", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
-	diffT(t, "usage after delete", usageOf(3, 1), e.usage("alice", "private", ""))
-	diffT(t, "delete again", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
-	diffT(t, "delete last", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=bb", user: "alice"}))
-	diffT(t, "usage when empty", usageOf(0, 0), e.usage("alice", "private", ""))
+	testkit.Diff(t, "usage", usageOf(9, 2), e.usage("alice", "private", ""))
+	testkit.Diff(t, "delete", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
+	testkit.Diff(t, "usage after delete", usageOf(3, 1), e.usage("alice", "private", ""))
+	testkit.Diff(t, "delete again", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
+	testkit.Diff(t, "delete last", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=bb", user: "alice"}))
+	testkit.Diff(t, "usage when empty", usageOf(0, 0), e.usage("alice", "private", ""))
 }
 
 func TestKeysWithOddBytes(t *testing.T) {
@@ -220,13 +220,13 @@ func TestKeysWithOddBytes(t *testing.T) {
 	for _, k := range []string{"a", "a\x00", "a\x00b", "ab"} {
 		e.remember("", "alice", k, "v", "private", "")
 	}
-	diffT(t, "list", []string{"a=v/private", "a\x00=v/private", "a\x00b=v/private", "ab=v/private"},
+	testkit.Diff(t, "list", []string{"a=v/private", "a\x00=v/private", "a\x00b=v/private", "ab=v/private"},
 		e.list("", "alice", "visibility=private"))
 	e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=" + url.QueryEscape("a\x00"), user: "alice"})
-	diffT(t, "list after delete", []string{"a=v/private", "a\x00b=v/private", "ab=v/private"},
+	testkit.Diff(t, "list after delete", []string{"a=v/private", "a\x00b=v/private", "ab=v/private"},
 		e.list("", "alice", "visibility=private"))
 	// User "a" and user "a\x00..." do not see each other's buckets.
-	diffT(t, "user prefix", []string{}, e.list("", "alic", ""))
+	testkit.Diff(t, "user prefix", []string{}, e.list("", "alic", ""))
 }
 
 func TestMemoryStorageError(t *testing.T) {
@@ -239,8 +239,8 @@ func TestMemoryStorageError(t *testing.T) {
 		req{method: "GET", path: "/v1/memory/usage?visibility=private", user: "alice"},
 		req{method: "DELETE", path: "/v1/memory?visibility=private&key=k", user: "alice"},
 	)
-	diffT(t, "entries after failures", []string{"k=old/private"}, e.list("", "alice", ""))
-	diffT(t, "usage after failures", usageOf(4, 1), e.usage("alice", "private", ""))
+	testkit.Diff(t, "entries after failures", []string{"k=old/private"}, e.list("", "alice", ""))
+	testkit.Diff(t, "usage after failures", usageOf(4, 1), e.usage("alice", "private", ""))
 }
 
 func TestRestartKeepsEverything(t *testing.T) {
@@ -251,10 +251,10 @@ func TestRestartKeepsEverything(t *testing.T) {
 	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant/current/1", user: "alice"})
 
 	r := newEnvOver(t, e.st, e.clk)
-	diffT(t, "entries", []string{"k=v/private"}, r.list("", "alice", ""))
-	diffT(t, "usage", usageOf(2, 1), r.usage("alice", "private", ""))
-	diffT(t, "current prompt", "T1", field(r.ok(req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"}), "content"))
-	diffT(t, "next version", float64(3), field(r.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T3"}}), "n"))
+	testkit.Diff(t, "entries", []string{"k=v/private"}, r.list("", "alice", ""))
+	testkit.Diff(t, "usage", usageOf(2, 1), r.usage("alice", "private", ""))
+	testkit.Diff(t, "current prompt", "T1", field(r.ok(req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"}), "content"))
+	testkit.Diff(t, "next version", float64(3), field(r.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T3"}}), "n"))
 }
 
 // TestUsageMatchesEntries checks the usage counter against the entries after
@@ -297,5 +297,5 @@ func TestUsageMatchesEntries(t *testing.T) {
 	if used > memory.BucketCapBytes {
 		t.Errorf("bucket holds %d bytes, over the cap", used)
 	}
-	diffT(t, "usage", usageOf(used, n), e.usage("alice", "public", ""))
+	testkit.Diff(t, "usage", usageOf(used, n), e.usage("alice", "public", ""))
 }

@@ -201,10 +201,3 @@ func keysValues(list any) []string {
 }
 
 func repeat(n int) string { return strings.Repeat("v", n) }
-
-func diffT(t *testing.T, what string, want, got any) {
-	t.Helper()
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
-	}
-}

@@ -81,12 +81,12 @@ func TestPromptTransitions(t *testing.T) {
 		e.clk.Advance(time.Minute)
 		e.run(t, s.name, func(t *testing.T) {
 			status, body := e.do(req{method: s.method, path: s.path, user: "alice", body: s.body})
-			diffT(t, "error", s.want, testkit.ErrorOf(t, status, body))
+			testkit.Diff(t, "error", s.want, testkit.ErrorOf(t, status, body))
 			if s.wantBody != nil {
-				diffT(t, "answer", s.wantBody, body)
+				testkit.Diff(t, "answer", s.wantBody, body)
 			}
 			if s.versions != nil {
-				diffT(t, "versions", s.versions, e.ok(req{method: "GET", path: base + "/versions", user: "alice"}))
+				testkit.Diff(t, "versions", s.versions, e.ok(req{method: "GET", path: base + "/versions", user: "alice"}))
 			}
 		})
 	}
@@ -145,23 +145,23 @@ func TestPromptSubjects(t *testing.T) {
 	current := func(path, user, tenant string) any {
 		return field(e.ok(req{method: "GET", path: path, user: user, tenant: tenant}), "content")
 	}
-	diffT(t, "alice", "alice's", current("/v1/system-prompts/user", "alice", ""))
-	diffT(t, "bob", "bob's", current("/v1/system-prompts/user", "bob", ""))
-	diffT(t, "default scope", "default scope", current("/v1/system-prompts/scope", "bob", ""))
-	diffT(t, "default scope by name", "default scope", current("/v1/system-prompts/scope?scope_id=default", "bob", ""))
-	diffT(t, "team scope", "team scope 2", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
-	diffT(t, "lab scope", "lab scope", current("/v1/system-prompts/scope?scope_id=lab", "bob", ""))
-	diffT(t, "tenant", "acme", current("/v1/system-prompts/tenant", "bob", ""))
-	diffT(t, "other tenant", "other", current("/v1/system-prompts/tenant", "bob", "other"))
+	testkit.Diff(t, "alice", "alice's", current("/v1/system-prompts/user", "alice", ""))
+	testkit.Diff(t, "bob", "bob's", current("/v1/system-prompts/user", "bob", ""))
+	testkit.Diff(t, "default scope", "default scope", current("/v1/system-prompts/scope", "bob", ""))
+	testkit.Diff(t, "default scope by name", "default scope", current("/v1/system-prompts/scope?scope_id=default", "bob", ""))
+	testkit.Diff(t, "team scope", "team scope 2", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
+	testkit.Diff(t, "lab scope", "lab scope", current("/v1/system-prompts/scope?scope_id=lab", "bob", ""))
+	testkit.Diff(t, "tenant", "acme", current("/v1/system-prompts/tenant", "bob", ""))
+	testkit.Diff(t, "other tenant", "other", current("/v1/system-prompts/tenant", "bob", "other"))
 	e.fails(req{method: "GET", path: "/v1/system-prompts/user", user: "carol"}, testkit.WantError(errcat.SystemPromptVersionNotFound, "version"))
 	e.fails(req{method: "GET", path: "/v1/system-prompts/scope", user: "alice", tenant: "other"}, testkit.WantError(errcat.SystemPromptVersionNotFound, "version"))
 	// Versions are numbered per subject; bob cannot touch alice's versions.
 	e.fails(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"}, testkit.WantError(errcat.SystemPromptCurrentLocked, "version"))
 	e.ok(req{method: "DELETE", path: "/v1/system-prompts/user", user: "bob"})
 	e.ok(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"})
-	diffT(t, "alice after bob's delete", "alice's", current("/v1/system-prompts/user", "alice", ""))
+	testkit.Diff(t, "alice after bob's delete", "alice's", current("/v1/system-prompts/user", "alice", ""))
 	e.ok(req{method: "PUT", path: "/v1/system-prompts/scope/current/1?scope_id=team", user: "alice"})
-	diffT(t, "team scope rolled back", "team scope", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
+	testkit.Diff(t, "team scope rolled back", "team scope", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
 }
 
 func TestPromptStorageError(t *testing.T) {
@@ -176,7 +176,7 @@ func TestPromptStorageError(t *testing.T) {
 		req{method: "DELETE", path: "/v1/system-prompts/tenant/v/1", user: "alice"},
 		req{method: "DELETE", path: "/v1/system-prompts/tenant", user: "alice"},
 	)
-	diffT(t, "versions after failures", map[string]any{"object": "list", "level": "tenant", "current": 2.0,
+	testkit.Diff(t, "versions after failures", map[string]any{"object": "list", "level": "tenant", "current": 2.0,
 		"data": []any{ver(1, "A", false, 0), ver(2, "B", true, 0)}},
 		e.ok(req{method: "GET", path: "/v1/system-prompts/tenant/versions", user: "alice"}))
 }

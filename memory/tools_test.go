@@ -28,7 +28,7 @@ func (e *env) confirmToken(tenant, user string, args map[string]any) string {
 	if status != http.StatusOK || field(body, "confirm_required") != true {
 		e.t.Fatalf("memory_remember %v: %d %v, want confirm_required", args, status, body)
 	}
-	diffT(e.t, "expires_in", 60.0, field(body, "expires_in"))
+	testkit.Diff(e.t, "expires_in", 60.0, field(body, "expires_in"))
 	tok, _ := field(body, "confirm_token").(string)
 	if tok == "" {
 		e.t.Fatalf("no confirm_token in %v", body)
@@ -57,28 +57,28 @@ func (e *env) publicList(tenant, user, scope string) []string {
 func TestRememberPrivateWritesAtOnce(t *testing.T) {
 	e := newEnv(t)
 	status, body := e.tool("", "alice", "memory_remember", map[string]any{"key": "k", "value": "v", "visibility": "private"})
-	diffT(t, "status", http.StatusOK, status)
-	diffT(t, "answer", map[string]any{"stored": true, "key": "k", "visibility": "private", "scope_id": "default"}, body)
-	diffT(t, "entries", []string{"k=v/private"}, e.list("", "alice", ""))
+	testkit.Diff(t, "status", http.StatusOK, status)
+	testkit.Diff(t, "answer", map[string]any{"stored": true, "key": "k", "visibility": "private", "scope_id": "default"}, body)
+	testkit.Diff(t, "entries", []string{"k=v/private"}, e.list("", "alice", ""))
 	// A token on a private write is ignored.
 	status, _ = e.tool("", "alice", "memory_remember", map[string]any{"key": "k", "value": "w", "visibility": "private", "confirm_token": "junk"})
-	diffT(t, "status with junk token", http.StatusOK, status)
+	testkit.Diff(t, "status with junk token", http.StatusOK, status)
 }
 
 func TestRememberPublicConfirmFlow(t *testing.T) {
 	e := newEnv(t)
 	args := publicArgs("wifi", "guest")
 	tok := e.confirmToken("", "alice", args)
-	diffT(t, "nothing written before confirm", []string{}, e.publicList("", "alice", ""))
+	testkit.Diff(t, "nothing written before confirm", []string{}, e.publicList("", "alice", ""))
 
 	status, body := e.tool("", "alice", "memory_remember", with(args, "confirm_token", tok))
-	diffT(t, "status", http.StatusOK, status)
-	diffT(t, "answer", map[string]any{"stored": true, "key": "wifi", "visibility": "public", "scope_id": "default"}, body)
-	diffT(t, "written", []string{"wifi=guest/public"}, e.publicList("", "bob", ""))
+	testkit.Diff(t, "status", http.StatusOK, status)
+	testkit.Diff(t, "answer", map[string]any{"stored": true, "key": "wifi", "visibility": "public", "scope_id": "default"}, body)
+	testkit.Diff(t, "written", []string{"wifi=guest/public"}, e.publicList("", "bob", ""))
 
 	// Single use.
 	status, body = e.tool("", "alice", "memory_remember", with(args, "confirm_token", tok))
-	diffT(t, "reuse", testkit.WantError(errcat.MemoryConfirmRequired, "confirm_token"), testkit.ErrorOf(t, status, body))
+	testkit.Diff(t, "reuse", testkit.WantError(errcat.MemoryConfirmRequired, "confirm_token"), testkit.ErrorOf(t, status, body))
 }
 
 func TestConfirmTokenRejections(t *testing.T) {
@@ -115,17 +115,17 @@ func TestConfirmTokenRejections(t *testing.T) {
 				sent = tc.token(tok)
 			}
 			status, body := e.tool(tc.tenant, tc.user, "memory_remember", with(tc.args, "confirm_token", sent))
-			diffT(t, "error", tc.want, testkit.ErrorOf(t, status, body))
+			testkit.Diff(t, "error", tc.want, testkit.ErrorOf(t, status, body))
 			if tc.want != (testkit.Error{}) {
-				diffT(t, "nothing written", []string{}, e.publicList("", "alice", "office"))
-				diffT(t, "nothing written for the other tenant", []string{}, e.publicList("other", "alice", "office"))
+				testkit.Diff(t, "nothing written", []string{}, e.publicList("", "alice", "office"))
+				testkit.Diff(t, "nothing written for the other tenant", []string{}, e.publicList("other", "alice", "office"))
 			}
 			status, body = e.tool("", "alice", "memory_remember", with(args, "confirm_token", tok))
 			if tc.stillValid {
-				diffT(t, "rightful call afterwards", testkit.Error{}, testkit.ErrorOf(t, status, body))
-				diffT(t, "written", []string{"wifi=guest/public"}, e.publicList("", "alice", "office"))
+				testkit.Diff(t, "rightful call afterwards", testkit.Error{}, testkit.ErrorOf(t, status, body))
+				testkit.Diff(t, "written", []string{"wifi=guest/public"}, e.publicList("", "alice", "office"))
 			} else {
-				diffT(t, "rightful call afterwards", bad, testkit.ErrorOf(t, status, body))
+				testkit.Diff(t, "rightful call afterwards", bad, testkit.ErrorOf(t, status, body))
 			}
 		})
 	}
@@ -141,7 +141,7 @@ func TestConfirmTokensAreDistinct(t *testing.T) {
 	// Each is valid once.
 	for _, tok := range []string{a, b} {
 		status, body := e.tool("", "alice", "memory_remember", with(publicArgs("k", "v"), "confirm_token", tok))
-		diffT(t, "error", testkit.Error{}, testkit.ErrorOf(t, status, body))
+		testkit.Diff(t, "error", testkit.Error{}, testkit.ErrorOf(t, status, body))
 	}
 }
 
@@ -191,21 +191,21 @@ func TestRememberBucketFull(t *testing.T) {
 
 	// Checked before a token is issued.
 	status, body := e.tool("", "alice", "memory_remember", publicArgs("k", big+"x"))
-	diffT(t, "too big at confirm", full, testkit.ErrorOf(t, status, body))
+	testkit.Diff(t, "too big at confirm", full, testkit.ErrorOf(t, status, body))
 
 	// Checked again on the confirmed write; a failed write keeps the token.
 	tok := e.confirmToken("", "alice", publicArgs("k", big))
 	e.remember("", "bob", "other", "x", "public", "")
 	status, body = e.tool("", "alice", "memory_remember", with(publicArgs("k", big), "confirm_token", tok))
-	diffT(t, "full at write", full, testkit.ErrorOf(t, status, body))
+	testkit.Diff(t, "full at write", full, testkit.ErrorOf(t, status, body))
 	e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=other", user: "bob"})
 	status, body = e.tool("", "alice", "memory_remember", with(publicArgs("k", big), "confirm_token", tok))
-	diffT(t, "retry with the same token", testkit.Error{}, testkit.ErrorOf(t, status, body))
+	testkit.Diff(t, "retry with the same token", testkit.Error{}, testkit.ErrorOf(t, status, body))
 
 	// Private writes overflow like REST writes.
 	e.remember("", "alice", "p", big, "private", "")
 	status, body = e.tool("", "alice", "memory_remember", map[string]any{"key": "q", "value": "x", "visibility": "private"})
-	diffT(t, "private full", full, testkit.ErrorOf(t, status, body))
+	testkit.Diff(t, "private full", full, testkit.ErrorOf(t, status, body))
 }
 
 func TestForget(t *testing.T) {
@@ -225,10 +225,10 @@ func TestForget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		status, body := e.tool("", tc.user, "memory_forget", tc.args)
-		diffT(t, "status", http.StatusOK, status)
-		diffT(t, "answer", tc.want, body)
+		testkit.Diff(t, "status", http.StatusOK, status)
+		testkit.Diff(t, "answer", tc.want, body)
 	}
-	diffT(t, "usage", usageOf(0, 0), e.usage("alice", "public", "team"))
+	testkit.Diff(t, "usage", usageOf(0, 0), e.usage("alice", "public", "team"))
 }
 
 func TestMemoryToolErrors(t *testing.T) {
@@ -268,10 +268,10 @@ func TestMemoryToolsNeedMemoryWrite(t *testing.T) {
 	e.deny = []string{"memory:write"}
 	for _, name := range []string{"memory_remember", "memory_forget"} {
 		status, body := e.tool("", "alice", name, map[string]any{"key": "k", "value": "v", "visibility": "private"})
-		diffT(t, name, testkit.WantError(errcat.Forbidden, ""), testkit.ErrorOf(t, status, body))
+		testkit.Diff(t, name, testkit.WantError(errcat.Forbidden, ""), testkit.ErrorOf(t, status, body))
 	}
 	status, _ := e.tool("", "alice", "current_time", nil)
-	diffT(t, "current_time", http.StatusOK, status)
+	testkit.Diff(t, "current_time", http.StatusOK, status)
 }
 
 func TestMemoryToolsStorageError(t *testing.T) {
@@ -287,15 +287,15 @@ func TestMemoryToolsStorageError(t *testing.T) {
 	} {
 		e.st.FailNext(errors.New("disk on fire"))
 		status, body := e.tool("", "alice", tc.name, tc.args)
-		diffT(t, tc.name, storage, testkit.ErrorOf(t, status, body))
+		testkit.Diff(t, tc.name, storage, testkit.ErrorOf(t, status, body))
 	}
 	// A confirmed write that fails keeps its token.
 	tok := e.confirmToken("", "alice", publicArgs("k", "v"))
 	e.st.FailNext(errors.New("disk on fire"))
 	status, body := e.tool("", "alice", "memory_remember", with(publicArgs("k", "v"), "confirm_token", tok))
-	diffT(t, "confirmed write", storage, testkit.ErrorOf(t, status, body))
+	testkit.Diff(t, "confirmed write", storage, testkit.ErrorOf(t, status, body))
 	status, body = e.tool("", "alice", "memory_remember", with(publicArgs("k", "v"), "confirm_token", tok))
-	diffT(t, "retry", testkit.Error{}, testkit.ErrorOf(t, status, body))
+	testkit.Diff(t, "retry", testkit.Error{}, testkit.ErrorOf(t, status, body))
 }
 
 func TestToolsInspect(t *testing.T) {
@@ -309,5 +309,5 @@ func TestToolsInspect(t *testing.T) {
 			t.Errorf("tool %v: parameters %v are not an object schema", field(tl, "name"), params)
 		}
 	}
-	diffT(t, "tools", []string{"current_time", "memory_forget", "memory_remember"}, names)
+	testkit.Diff(t, "tools", []string{"current_time", "memory_forget", "memory_remember"}, names)
 }

@@ -1,17 +1,14 @@
 package rag_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
-	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/rag"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
@@ -81,22 +78,10 @@ type req struct {
 	body         any // string sent verbatim, anything else as JSON
 }
 
-// newRequest builds q as the root's middleware hands it to a handler: with a
+// request is q as the root's middleware hands it to a handler: with a
 // principal of the tenant that denies the scopes deny.
-func newRequest(q req, deny []string) (*http.Request, error) {
-	var body []byte
-	switch b := q.body.(type) {
-	case nil:
-	case string:
-		body = []byte(b)
-	default:
-		var err error
-		if body, err = json.Marshal(b); err != nil {
-			return nil, fmt.Errorf("body of %s %s: %w", q.method, q.path, err)
-		}
-	}
-	r := httptest.NewRequest(q.method, q.path, bytes.NewReader(body))
-	return r.WithContext(auth.NewContext(r.Context(), principal(q.tenant, deny))), nil
+func request(q req, deny []string) testkit.Request {
+	return testkit.Request{Method: q.method, Target: q.path, Body: q.body, Principal: principal(q.tenant, deny)}
 }
 
 // principal is a member token of tenant ("" means acme) denied deny.
@@ -110,59 +95,25 @@ func principal(tenant string, deny []string) *auth.Principal {
 // do sends q and returns the status and the decoded JSON body.
 func (e *env) do(q req) (int, any) {
 	e.t.Helper()
-	r, err := newRequest(q, e.deny)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		e.t.Fatalf("%s %s: Content-Type %q", q.method, q.path, ct)
-	}
+	w := testkit.Serve(e.t, e.h, request(q, e.deny))
 	var out any
-	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
-		e.t.Fatalf("%s %s: body %q: %v", q.method, q.path, w.Body.String(), err)
-	}
+	testkit.Decode(e.t, w, w.Code, &out)
 	return w.Code, out
 }
 
 // ok sends q, wants 200 and returns the body.
 func (e *env) ok(q req) any {
 	e.t.Helper()
-	status, out := e.do(q)
-	if status != http.StatusOK {
-		e.t.Fatalf("%s %s: status %d, want 200; body %v", q.method, q.path, status, out)
-	}
+	var out any
+	testkit.Decode(e.t, testkit.Serve(e.t, e.h, request(q, e.deny)), http.StatusOK, &out)
 	return out
 }
 
-// apiErr is the part of an error envelope the tests compare.
-type apiErr struct {
-	Status      int
-	Code, Param string
-}
-
-// errOf returns the error of an answer, or the zero apiErr for a 200.
-func errOf(status int, body any) apiErr {
-	if status == http.StatusOK {
-		return apiErr{}
-	}
-	e, _ := field(body, "error").(map[string]any)
-	code, _ := e["code"].(string)
-	param, _ := e["param"].(string)
-	return apiErr{Status: status, Code: code, Param: param}
-}
-
-// wantErr builds the expected apiErr of code, with the catalog's status.
-func wantErr(code errcat.Code, param string) apiErr {
-	return apiErr{Status: errcat.Lookup(code).HTTPStatus, Code: string(code), Param: param}
-}
-
 // fails sends q and compares its error with want.
-func (e *env) fails(q req, want apiErr) {
+func (e *env) fails(q req, want testkit.Error) {
 	e.t.Helper()
 	status, body := e.do(q)
-	if diff := cmp.Diff(want, errOf(status, body)); diff != "" {
+	if diff := cmp.Diff(want, testkit.ErrorOf(e.t, status, body)); diff != "" {
 		e.t.Errorf("%s %s error mismatch (-want +got):\n%s", q.method, q.path, diff)
 	}
 }
@@ -255,13 +206,6 @@ func data(list any) []any {
 	return d
 }
 
-func diffT(t *testing.T, what string, want, got any, opts ...cmp.Option) {
-	t.Helper()
-	if diff := cmp.Diff(want, got, opts...); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
-	}
-}
-
 // snapshot is what the API shows of an index: the list of indices, the
 // index's documents with their texts, and a search, so that tests can check
 // that a failed write changed nothing.
@@ -280,5 +224,3 @@ func (e *env) snapshot(tenant, index, query string) map[string]any {
 	}
 	return out
 }
-
-func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }

@@ -16,8 +16,8 @@ import (
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
-	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/quota"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/julienschmidt/httprouter"
@@ -222,81 +222,27 @@ func (e *env) withPrincipal(h http.Handler) http.Handler {
 // post sends body to POST /c1/chat as user (with extra header pairs).
 func (e *env) post(t *testing.T, user, body string, headers ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest("POST", "/c1/chat", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if user != "" {
-		req.Header.Set(httpx.HeaderUserID, user)
-	}
+	h := http.Header{}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		h.Set(headers[i], headers[i+1])
 	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return rec
+	return testkit.Serve(t, e.h, testkit.Request{Method: "POST", Target: "/c1/chat", User: user, Header: h, Body: body})
 }
 
 // history returns the stored conversation as GET /c1/conversations/:id shows
 // it to user, or nil on 404.
 func (e *env) history(t *testing.T, tenant, user, id string) []any {
 	t.Helper()
-	req := httptest.NewRequest("GET", "/c1/conversations/"+id, nil)
-	req.Header.Set("X-Test-Tenant", tenant)
-	req.Header.Set(httpx.HeaderUserID, user)
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
+	rec := testkit.Serve(t, e.h, testkit.Request{Method: "GET", Target: "/c1/conversations/" + id, User: user,
+		Header: http.Header{"X-Test-Tenant": {tenant}}})
 	if rec.Code == 404 {
 		return nil
 	}
 	var body struct {
 		Messages []any `json:"messages"`
 	}
-	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
-		t.Fatalf("GET %s = %d %s", id, rec.Code, rec.Body)
-	}
+	testkit.Decode(t, rec, http.StatusOK, &body)
 	return body.Messages
-}
-
-// sseEvent is one event of a recorded stream.
-type sseEvent struct {
-	Name, Data string
-}
-
-// parseSSE splits a recorded stream into events (comments dropped).
-func parseSSE(t *testing.T, body string) []sseEvent {
-	t.Helper()
-	var evs []sseEvent
-	for _, block := range strings.Split(strings.TrimSpace(body), "\n\n") {
-		var ev sseEvent
-		for _, line := range strings.Split(block, "\n") {
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev.Name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.Data += strings.TrimPrefix(line, "data: ")
-			}
-		}
-		if ev.Name != "" || ev.Data != "" {
-			evs = append(evs, ev)
-		}
-	}
-	return evs
-}
-
-func errorOf(t *testing.T, body []byte) (code, param string) {
-	t.Helper()
-	var env struct {
-		Error struct {
-			Code  string  `json:"code"`
-			Param *string `json:"param"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(body, &env); err != nil {
-		t.Fatalf("error body %q: %v", body, err)
-	}
-	if env.Error.Param != nil {
-		param = *env.Error.Param
-	}
-	return env.Error.Code, param
 }
 
 func msg(role, content string) map[string]any {

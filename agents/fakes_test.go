@@ -15,7 +15,7 @@ import (
 	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/tools"
@@ -307,86 +307,28 @@ func (e *env) withPrincipal(h http.Handler) http.Handler {
 	})
 }
 
-// do sends a request as user (no GW-User-Id when ""), with header pairs.
+// do sends a request as user (no GW-User-Id when ""), with header pairs;
+// body "" sends none.
 func (e *env) do(t *testing.T, method, path, user, body string, headers ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	var rd io.Reader
+	q := testkit.Request{Method: method, Target: path, User: user, Header: http.Header{}}
 	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	if user != "" {
-		req.Header.Set(httpx.HeaderUserID, user)
+		q.Body = body
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		q.Header.Set(headers[i], headers[i+1])
 	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return rec
-}
-
-// decode decodes a 2xx JSON answer into v.
-func decode(t *testing.T, rec *httptest.ResponseRecorder, status int, v any) {
-	t.Helper()
-	if rec.Code != status {
-		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
-		t.Fatalf("body %s: %v", rec.Body, err)
-	}
-}
-
-func errorOf(t *testing.T, body []byte) (code, param string) {
-	t.Helper()
-	var env struct {
-		Error struct {
-			Code  string  `json:"code"`
-			Param *string `json:"param"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(body, &env); err != nil {
-		t.Fatalf("error body %q: %v", body, err)
-	}
-	if env.Error.Param != nil {
-		param = *env.Error.Param
-	}
-	return env.Error.Code, param
-}
-
-// sseEvent is one event of a recorded stream.
-type sseEvent struct {
-	Name, Data string
-}
-
-func parseSSE(t *testing.T, body string) []sseEvent {
-	t.Helper()
-	var evs []sseEvent
-	for _, block := range strings.Split(strings.TrimSpace(body), "\n\n") {
-		var ev sseEvent
-		for _, line := range strings.Split(block, "\n") {
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev.Name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.Data += strings.TrimPrefix(line, "data: ")
-			}
-		}
-		if ev.Name != "" || ev.Data != "" {
-			evs = append(evs, ev)
-		}
-	}
-	return evs
+	return testkit.Serve(t, e.h, q)
 }
 
 // streamText joins the content deltas of a recorded stream and lists its
 // notice codes and whether it ended with [DONE].
 func streamText(t *testing.T, body string) (text string, notices []string, done bool) {
 	t.Helper()
-	for _, ev := range parseSSE(t, body) {
+	evs := testkit.ParseSSE(t, body)
+	for _, ev := range evs {
 		switch {
-		case ev.Name == "gw.notice":
+		case ev.Type == "gw.notice":
 			var n struct {
 				Notice struct {
 					Code string `json:"code"`
@@ -396,21 +338,9 @@ func streamText(t *testing.T, body string) (text string, notices []string, done 
 			notices = append(notices, n.Notice.Code)
 		case ev.Data == "[DONE]":
 			done = true
-		case ev.Name == "":
-			var c struct {
-				Choices []struct {
-					Delta struct {
-						Content string `json:"content"`
-					} `json:"delta"`
-				} `json:"choices"`
-			}
-			_ = json.Unmarshal([]byte(ev.Data), &c)
-			for _, ch := range c.Choices {
-				text += ch.Delta.Content
-			}
 		}
 	}
-	return text, notices, done
+	return testkit.Content(t, evs), notices, done
 }
 
 // replyText returns the content of a JSON chat completion.

@@ -127,6 +127,17 @@ func Decode(t testing.TB, w *httptest.ResponseRecorder, status int, v any) {
 	}
 }
 
+// ServeJSON serves q through h (see Serve) and returns the status and the
+// JSON answer decoded into an any, whatever the status. It fails t when the
+// answer is not application/json or does not decode.
+func ServeJSON(t testing.TB, h http.Handler, q Request) (int, any) {
+	t.Helper()
+	w := Serve(t, h, q)
+	var out any
+	Decode(t, w, w.Code, &out)
+	return w.Code, out
+}
+
 // Error is what the tests compare of an error answer: its status and its
 // envelope's error.code and error.param.
 type Error struct {

@@ -132,6 +132,14 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+func TestServeJSON(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, errcat.New(errcat.IndexNotFound, "id", "No index."))
+	})
+	status, body := testkit.ServeJSON(t, h, testkit.Request{Method: "GET", Target: "/"})
+	testkit.Diff(t, "error", testkit.WantError(errcat.IndexNotFound, "id"), testkit.ErrorOf(t, status, body))
+}
+
 func TestErrorOf(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -95,10 +95,7 @@ func principal(tenant string, deny []string) *auth.Principal {
 // do sends q and returns the status and the decoded JSON body.
 func (e *env) do(q req) (int, any) {
 	e.t.Helper()
-	w := testkit.Serve(e.t, e.h, request(q, e.deny))
-	var out any
-	testkit.Decode(e.t, w, w.Code, &out)
-	return w.Code, out
+	return testkit.ServeJSON(e.t, e.h, request(q, e.deny))
 }
 
 // ok sends q, wants 200 and returns the body.

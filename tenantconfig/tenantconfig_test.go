@@ -33,10 +33,7 @@ func call(t *testing.T, h http.HandlerFunc, method string, tenant *auth.Tenant, 
 	if body != "" {
 		q.Body = body
 	}
-	w := testkit.Serve(t, h, q)
-	var out any
-	testkit.Decode(t, w, w.Code, &out)
-	return w.Code, out
+	return testkit.ServeJSON(t, h, q)
 }
 
 func values(body any) map[string]any {

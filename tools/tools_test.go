@@ -54,11 +54,8 @@ func newRegistry(t *testing.T) *tools.Registry {
 // execute posts body to r.Execute as tenant acme with user (may be "").
 func execute(t *testing.T, r *tools.Registry, user, body string, deny ...string) (int, any) {
 	t.Helper()
-	w := testkit.Serve(t, http.HandlerFunc(r.Execute), testkit.Request{Method: "POST", Target: "/v1/tools/execute", User: user, Body: body,
+	return testkit.ServeJSON(t, http.HandlerFunc(r.Execute), testkit.Request{Method: "POST", Target: "/v1/tools/execute", User: user, Body: body,
 		Principal: &auth.Principal{Tenant: &auth.Tenant{ID: "acme"}, Role: auth.RoleMember, Deny: deny}})
-	var out any
-	testkit.Decode(t, w, w.Code, &out)
-	return w.Code, out
 }
 
 // notFound is what an unknown tool answers.

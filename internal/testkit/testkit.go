@@ -1,10 +1,12 @@
 // Package testkit holds the helpers that the families' tests share, as bbolt's
 // internal/btesting does for bbolt: building a request as the root's middleware
 // hands it to a handler, serving it, decoding the JSON answer, reading the
-// error envelope, and parsing a server-sent event stream.
+// error envelope, and parsing a server-sent event stream; and the OpenAI
+// answers a fake upstream.Upstream gives (Chunk, Completion, SSEAnswer,
+// JSONAnswer).
 //
-// It is a leaf: it imports the leaf packages (auth, errcat, internal/httpx) and
-// never a family, so that every family's tests may import it.
+// It is a leaf: it imports the leaf packages (auth, errcat, upstream,
+// internal/httpx) and never a family, so that every family's tests may import it.
 //
 // Every helper that can fail takes a testing.TB, marks itself with t.Helper and
 // fails the test with Fatal: call them from the test's goroutine. Other

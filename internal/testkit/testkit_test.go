@@ -1,6 +1,7 @@
 package testkit_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -237,4 +238,33 @@ func TestDiff(t *testing.T) {
 	if !strings.HasPrefix(rt.errors, "list mismatch (-want +got):\n") || !strings.Contains(rt.errors, "-") {
 		t.Errorf("Diff of different values reported %q", rt.errors)
 	}
+}
+
+func TestAnswers(t *testing.T) {
+	read := func(r io.Reader) string {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	stream := testkit.SSEAnswer(testkit.Chunk(`{"content":"hi"}`, ""), testkit.Chunk(`{}`, "stop"))
+	events := testkit.ParseSSE(t, read(stream.Body))
+	testkit.Diff(t, "stream", []any{200, "text/event-stream", "hi", 3, "[DONE]"},
+		[]any{stream.StatusCode, stream.Header.Get("Content-Type"), testkit.Content(t, events), len(events), events[2].Data})
+	if !strings.Contains(events[1].Data, `"finish_reason":"stop"`) || !strings.Contains(events[0].Data, `"finish_reason":null`) {
+		t.Errorf("finish reasons of %v", events)
+	}
+	completion := testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":"ok"}`, "length"))
+	var c struct {
+		Choices []struct {
+			Message      struct{ Content string }
+			FinishReason string `json:"finish_reason"`
+		}
+	}
+	if err := json.Unmarshal([]byte(read(completion.Body)), &c); err != nil || len(c.Choices) != 1 {
+		t.Fatalf("completion: %v", err)
+	}
+	testkit.Diff(t, "completion", []any{200, "application/json", "ok", "length"},
+		[]any{completion.StatusCode, completion.Header.Get("Content-Type"), c.Choices[0].Message.Content, c.Choices[0].FinishReason})
 }

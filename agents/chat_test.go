@@ -122,8 +122,8 @@ func TestChatUpstreamErrors(t *testing.T) {
 		{"unavailable", []reply{fail(&errcat.Error{Code: errcat.UpstreamUnavailable})}, 503, "upstream_unavailable"},
 		{"bad request", []reply{fail(&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 422, Message: "nope"})}, 422, "upstream_bad_request"},
 		{"error in tool round", []reply{toolCalls(call{"c1", "lookup", `{}`}), fail(&errcat.Error{Code: errcat.UpstreamTimeout})}, 504, "upstream_timeout"},
-		{"not JSON", []reply{func(*upstreamReq) (*upstreamResp, error) { return jsonResponse("nope"), nil }}, 502, "upstream_error"},
-		{"error object", []reply{func(*upstreamReq) (*upstreamResp, error) { return jsonResponse(`{"error":{"message":"x"}}`), nil }}, 502, "upstream_error"},
+		{"not JSON", []reply{func(*upstreamReq) (*upstreamResp, error) { return testkit.JSONAnswer("nope"), nil }}, 502, "upstream_error"},
+		{"error object", []reply{func(*upstreamReq) (*upstreamResp, error) { return testkit.JSONAnswer(`{"error":{"message":"x"}}`), nil }}, 502, "upstream_error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -315,7 +315,7 @@ func TestChatStream(t *testing.T) {
 
 func TestChatStreamToolRoundError(t *testing.T) {
 	cut := func(*upstreamReq) (*upstreamResp, error) {
-		r := sseResponse(chunk(`{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"lookup","arguments":""}}]}`, ""))
+		r := testkit.SSEAnswer(testkit.Chunk(`{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"lookup","arguments":""}}]}`, ""))
 		b := strings.TrimSuffix(readAll(t, r), "data: [DONE]\n\n")
 		return &upstreamResp{StatusCode: 200, Header: r.Header, Body: nopCloser(b)}, nil
 	}

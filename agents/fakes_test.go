@@ -92,14 +92,14 @@ func text(content string) reply {
 	return func(req *upstream.Request) (*upstream.Response, error) {
 		if req.Stream {
 			half := len(content) / 2
-			return sseResponse(
-				chunk(`{"role":"assistant","content":""}`, ""),
-				chunk(fmt.Sprintf(`{"content":%q}`, content[:half]), ""),
-				chunk(fmt.Sprintf(`{"content":%q}`, content[half:]), ""),
-				chunk(`{}`, "stop"),
+			return testkit.SSEAnswer(
+				testkit.Chunk(`{"role":"assistant","content":""}`, ""),
+				testkit.Chunk(fmt.Sprintf(`{"content":%q}`, content[:half]), ""),
+				testkit.Chunk(fmt.Sprintf(`{"content":%q}`, content[half:]), ""),
+				testkit.Chunk(`{}`, "stop"),
 			), nil
 		}
-		return jsonResponse(completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, content), "stop")), nil
+		return testkit.JSONAnswer(testkit.Completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, content), "stop")), nil
 	}
 }
 
@@ -110,61 +110,26 @@ type call struct{ id, name, args string }
 func toolCalls(calls ...call) reply {
 	return func(req *upstream.Request) (*upstream.Response, error) {
 		if req.Stream {
-			chunks := []string{chunk(`{"role":"assistant","content":null}`, "")}
+			chunks := []string{testkit.Chunk(`{"role":"assistant","content":null}`, "")}
 			for i, c := range calls {
 				chunks = append(chunks,
-					chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]}`, i, c.id, c.name), ""),
-					chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":%q}}]}`, i, c.args), ""))
+					testkit.Chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]}`, i, c.id, c.name), ""),
+					testkit.Chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":%q}}]}`, i, c.args), ""))
 			}
-			chunks = append(chunks, chunk(`{}`, "tool_calls"))
-			return sseResponse(chunks...), nil
+			chunks = append(chunks, testkit.Chunk(`{}`, "tool_calls"))
+			return testkit.SSEAnswer(chunks...), nil
 		}
 		var tcs []string
 		for _, c := range calls {
 			tcs = append(tcs, fmt.Sprintf(`{"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}`, c.id, c.name, c.args))
 		}
-		return jsonResponse(completion(`{"role":"assistant","content":null,"tool_calls":[`+strings.Join(tcs, ",")+`]}`, "tool_calls")), nil
+		return testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":null,"tool_calls":[`+strings.Join(tcs, ",")+`]}`, "tool_calls")), nil
 	}
 }
 
 // fail answers err.
 func fail(err error) reply {
 	return func(*upstream.Request) (*upstream.Response, error) { return nil, err }
-}
-
-func chunk(delta, finish string) string {
-	fr := "null"
-	if finish != "" {
-		fr = fmt.Sprintf("%q", finish)
-	}
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"lm","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`, delta, fr)
-}
-
-func completion(message, finish string) string {
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"lm","choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, message, finish)
-}
-
-func sseResponse(chunks ...string) *upstream.Response {
-	var b strings.Builder
-	for _, c := range chunks {
-		b.WriteString("data: " + c + "\n\n")
-	}
-	b.WriteString("data: [DONE]\n\n")
-	return &upstream.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"text/event-stream"}},
-		Body:       io.NopCloser(strings.NewReader(b.String())),
-		Provider:   "local",
-	}
-}
-
-func jsonResponse(body string) *upstream.Response {
-	return &upstream.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"application/json"}},
-		Body:       io.NopCloser(strings.NewReader(body)),
-		Provider:   "local",
-	}
 }
 
 func testCatalog() *upstream.Catalog {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -74,49 +72,14 @@ func (f *fakeUpstream) lastBody(t *testing.T) map[string]any {
 func textReply(n int, req *upstream.Request) (*upstream.Response, error) {
 	text := fmt.Sprint("reply ", n)
 	if req.Stream {
-		return sseResponse(
-			chunk(`{"role":"assistant","content":""}`, ""),
-			chunk(fmt.Sprintf(`{"content":%q}`, text[:3]), ""),
-			chunk(fmt.Sprintf(`{"content":%q}`, text[3:]), ""),
-			chunk(`{}`, "stop"),
+		return testkit.SSEAnswer(
+			testkit.Chunk(`{"role":"assistant","content":""}`, ""),
+			testkit.Chunk(fmt.Sprintf(`{"content":%q}`, text[:3]), ""),
+			testkit.Chunk(fmt.Sprintf(`{"content":%q}`, text[3:]), ""),
+			testkit.Chunk(`{}`, "stop"),
 		), nil
 	}
-	return jsonResponse(completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, text))), nil
-}
-
-func chunk(delta, finish string) string {
-	fr := "null"
-	if finish != "" {
-		fr = fmt.Sprintf("%q", finish)
-	}
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"lm","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`, delta, fr)
-}
-
-func completion(message string) string {
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"lm","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, message)
-}
-
-func sseResponse(chunks ...string) *upstream.Response {
-	var b strings.Builder
-	for _, c := range chunks {
-		b.WriteString("data: " + c + "\n\n")
-	}
-	b.WriteString("data: [DONE]\n\n")
-	return &upstream.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"text/event-stream"}},
-		Body:       io.NopCloser(strings.NewReader(b.String())),
-		Provider:   "local",
-	}
-}
-
-func jsonResponse(body string) *upstream.Response {
-	return &upstream.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"application/json"}},
-		Body:       io.NopCloser(strings.NewReader(body)),
-		Provider:   "local",
-	}
+	return testkit.JSONAnswer(testkit.Completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, text), "stop")), nil
 }
 
 func ptr[T any](v T) *T { return &v }

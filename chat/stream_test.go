@@ -32,13 +32,13 @@ func TestToolCallsStored(t *testing.T) {
 		name  string
 		reply *upstream.Response
 	}{
-		{"stream", sseResponse(
-			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`, ""),
-			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`, ""),
-			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, ""),
-			chunk(`{}`, "tool_calls"),
+		{"stream", testkit.SSEAnswer(
+			testkit.Chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`, ""),
+			testkit.Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`, ""),
+			testkit.Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, ""),
+			testkit.Chunk(`{}`, "tool_calls"),
 		)},
-		{"json", jsonResponse(completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`))},
+		{"json", testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`, "stop"))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestStreamCutByUpstream(t *testing.T) {
 	e.post(t, "alice", `{"conversation_id":"c1","message":"one"}`)
 	e.up.reply = func(int, *upstream.Request) (*upstream.Response, error) {
 		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
-			Body: io.NopCloser(strings.NewReader("data: " + chunk(`{"content":"half"}`, "") + "\n\n"))}, nil
+			Body: io.NopCloser(strings.NewReader("data: " + testkit.Chunk(`{"content":"half"}`, "") + "\n\n"))}, nil
 	}
 	rec := e.post(t, "alice", `{"conversation_id":"c1","message":"two"}`)
 	evs := testkit.ParseSSE(t, rec.Body.String())
@@ -197,9 +197,9 @@ func TestClientCancelMidStream(t *testing.T) {
 		pr, pw := io.Pipe()
 		go func() {
 			defer func() { upstreamDone <- struct{}{} }()
-			pw.Write([]byte("data: " + chunk(`{"role":"assistant","content":"partial"}`, "") + "\n\n"))
+			pw.Write([]byte("data: " + testkit.Chunk(`{"role":"assistant","content":"partial"}`, "") + "\n\n"))
 			// Never finishes: the stream stays open until the relay closes it.
-			pw.Write([]byte("data: " + chunk(`{"content":" more"}`, "") + "\n\n"))
+			pw.Write([]byte("data: " + testkit.Chunk(`{"content":" more"}`, "") + "\n\n"))
 		}()
 		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr}, nil
 	}

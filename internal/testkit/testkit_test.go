@@ -268,3 +268,31 @@ func TestAnswers(t *testing.T) {
 	testkit.Diff(t, "completion", []any{200, "application/json", "ok", "length"},
 		[]any{completion.StatusCode, completion.Header.Get("Content-Type"), c.Choices[0].Message.Content, c.Choices[0].FinishReason})
 }
+
+func TestClient(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ok", func(w http.ResponseWriter, r *http.Request) { httpx.WriteJSON(w, 200, map[string]any{"a": 1}) })
+	mux.HandleFunc("GET /missing", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, errcat.New(errcat.DocumentNotFound, "doc_id", "No such document."))
+	})
+	c := &testkit.Client{T: t, H: mux}
+	testkit.Diff(t, "OK", map[string]any{"a": 1.0}, c.OK(testkit.Request{Method: "GET", Target: "/ok"}))
+	c.Fails(testkit.Request{Method: "GET", Target: "/missing"}, testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+
+	var inner testing.TB
+	c.Run(t, "sub", func(t *testing.T) {
+		inner = c.T
+		if c.T != t {
+			t.Error("c.T is not the subtest while it runs")
+		}
+	})
+	if inner == nil || c.T != t {
+		t.Error("c.T is not the test again after Run")
+	}
+	rt := &recordingT{TB: t}
+	c.T = rt
+	c.Fails(testkit.Request{Method: "GET", Target: "/ok"}, testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+	if !strings.Contains(rt.errors, "GET /ok error mismatch (-want +got):") {
+		t.Errorf("Fails of a success reported %q", rt.errors)
+	}
+}

@@ -61,7 +61,7 @@ func TestPutEntryAnswer(t *testing.T) {
 
 // usage returns the usage answer of a bucket.
 func (e *env) usage(user, vis, scope string) map[string]any {
-	e.t.Helper()
+	e.T.Helper()
 	q := url.Values{"visibility": {vis}}
 	if scope != "" {
 		q.Set("scope_id", scope)
@@ -97,7 +97,7 @@ func TestBucketCapBoundary(t *testing.T) {
 	}
 	e := newEnv(t)
 	for _, s := range steps {
-		e.run(t, s.name, func(t *testing.T) {
+		e.Run(t, s.name, func(t *testing.T) {
 			e.fails(s.q, s.want)
 			testkit.Diff(t, "usage", s.wantUsage, e.usage("alice", "private", ""))
 			testkit.Diff(t, "entries", s.wantList, e.list("", "alice", "visibility=private"))
@@ -280,7 +280,7 @@ func TestUsageMatchesEntries(t *testing.T) {
 					return
 				}
 				w := httptest.NewRecorder()
-				e.h.ServeHTTP(w, r)
+				e.H.ServeHTTP(w, r)
 				if w.Code != http.StatusOK && w.Code != http.StatusConflict {
 					t.Errorf("%s: %d %s", r.Method, w.Code, w.Body)
 				}

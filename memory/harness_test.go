@@ -14,7 +14,6 @@ import (
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tools"
-	"github.com/google/go-cmp/cmp"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -23,12 +22,11 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // env is a memory Service behind the routes the root wires, with a stand-in for
 // the root's auth middleware: the tenant comes from the test's request.
 type env struct {
-	t   *testing.T
-	st  *memstore.Store
-	clk *clock.Fake
-	svc *memory.Service
-	reg *tools.Registry
-	h   http.Handler
+	testkit.Client // T is the test or subtest; H the routes
+	st             *memstore.Store
+	clk            *clock.Fake
+	svc            *memory.Service
+	reg            *tools.Registry
 	// deny lists scopes the next requests' principal is denied.
 	deny []string
 }
@@ -43,7 +41,7 @@ func newEnv(t *testing.T) *env {
 // newEnvOver builds a fresh Service over st (a restart keeps the store).
 func newEnvOver(t *testing.T, st *memstore.Store, clk *clock.Fake) *env {
 	t.Helper()
-	e := &env{t: t, st: st, clk: clk}
+	e := &env{Client: testkit.Client{T: t}, st: st, clk: clk}
 	e.svc = memory.New(memory.Config{Store: st, Clock: clk})
 	reg, err := tools.NewRegistry(append(e.svc.Tools(), tools.CurrentTime(clk))...)
 	if err != nil {
@@ -70,7 +68,7 @@ func newEnvOver(t *testing.T, st *memstore.Store, clk *clock.Fake) *env {
 	} {
 		r.Handler(rt.method, rt.path, rt.h)
 	}
-	e.h = r
+	e.H = r
 	return e
 }
 
@@ -94,49 +92,32 @@ func request(q req, deny []string) testkit.Request {
 
 // do sends q and returns the status and the decoded JSON body.
 func (e *env) do(q req) (int, any) {
-	e.t.Helper()
-	return testkit.ServeJSON(e.t, e.h, request(q, e.deny))
+	e.T.Helper()
+	return e.JSON(request(q, e.deny))
 }
 
 // ok sends q, wants 200 and returns the body.
 func (e *env) ok(q req) any {
-	e.t.Helper()
-	var out any
-	testkit.Decode(e.t, testkit.Serve(e.t, e.h, request(q, e.deny)), http.StatusOK, &out)
-	return out
+	e.T.Helper()
+	return e.OK(request(q, e.deny))
 }
 
 // fails sends q and compares its error with want.
 func (e *env) fails(q req, want testkit.Error) {
-	e.t.Helper()
-	status, body := e.do(q)
-	if diff := cmp.Diff(want, testkit.ErrorOf(e.t, status, body)); diff != "" {
-		e.t.Errorf("%s %s error mismatch (-want +got):\n%s", q.method, q.path, diff)
-	}
-}
-
-// run runs f as the subtest name of t, with e reporting to the subtest while
-// it runs.
-func (e *env) run(t *testing.T, name string, f func(t *testing.T)) {
-	t.Helper()
-	t.Run(name, func(t *testing.T) {
-		parent := e.t
-		e.t = t
-		defer func() { e.t = parent }()
-		f(t)
-	})
+	e.T.Helper()
+	e.Fails(request(q, e.deny), want)
 }
 
 // failsIn sends q in the subtest name of t and compares its error with want.
 func (e *env) failsIn(t *testing.T, name string, q req, want testkit.Error) {
 	t.Helper()
-	e.run(t, name, func(*testing.T) { e.fails(q, want) })
+	e.Run(t, name, func(*testing.T) { e.fails(q, want) })
 }
 
 // failStorage sends each q with the store failing its next transaction and
 // wants storage_error.
 func (e *env) failStorage(qs ...req) {
-	e.t.Helper()
+	e.T.Helper()
 	for _, q := range qs {
 		e.st.FailNext(errors.New("disk on fire"))
 		e.fails(q, testkit.WantError(errcat.StorageError, ""))
@@ -145,7 +126,7 @@ func (e *env) failStorage(qs ...req) {
 
 // remember stores an entry through POST /v1/memory; scope "" sends none.
 func (e *env) remember(tenant, user, key, value, vis, scope string) {
-	e.t.Helper()
+	e.T.Helper()
 	b := map[string]any{"key": key, "value": value, "visibility": vis}
 	if scope != "" {
 		b["scope_id"] = scope
@@ -156,7 +137,7 @@ func (e *env) remember(tenant, user, key, value, vis, scope string) {
 // prompt stores a version of level through PUT /v1/system-prompts/{level};
 // scope "" sends none.
 func (e *env) prompt(tenant, user, level, content, scope string) {
-	e.t.Helper()
+	e.T.Helper()
 	b := map[string]any{"content": content}
 	if scope != "" {
 		b["scope_id"] = scope
@@ -166,7 +147,7 @@ func (e *env) prompt(tenant, user, level, content, scope string) {
 
 // list returns keysValues of GET /v1/memory?query.
 func (e *env) list(tenant, user, query string) []string {
-	e.t.Helper()
+	e.T.Helper()
 	path := "/v1/memory"
 	if query != "" {
 		path += "?" + query
@@ -176,7 +157,7 @@ func (e *env) list(tenant, user, query string) []string {
 
 // tool executes a tool through POST /v1/tools/execute.
 func (e *env) tool(tenant, user, name string, args map[string]any) (int, any) {
-	e.t.Helper()
+	e.T.Helper()
 	return e.do(req{method: "POST", path: "/v1/tools/execute", tenant: tenant, user: user,
 		body: map[string]any{"name": name, "arguments": args}})
 }

@@ -79,7 +79,7 @@ func TestPromptTransitions(t *testing.T) {
 	e := newEnv(t)
 	for _, s := range steps {
 		e.clk.Advance(time.Minute)
-		e.run(t, s.name, func(t *testing.T) {
+		e.Run(t, s.name, func(t *testing.T) {
 			status, body := e.do(req{method: s.method, path: s.path, user: "alice", body: s.body})
 			testkit.Diff(t, "error", s.want, testkit.ErrorOf(t, status, body))
 			if s.wantBody != nil {

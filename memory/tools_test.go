@@ -23,15 +23,15 @@ func publicArgs(key, value string) map[string]any {
 
 // confirmToken asks for a confirmation of args and returns the token.
 func (e *env) confirmToken(tenant, user string, args map[string]any) string {
-	e.t.Helper()
+	e.T.Helper()
 	status, body := e.tool(tenant, user, "memory_remember", args)
 	if status != http.StatusOK || field(body, "confirm_required") != true {
-		e.t.Fatalf("memory_remember %v: %d %v, want confirm_required", args, status, body)
+		e.T.Fatalf("memory_remember %v: %d %v, want confirm_required", args, status, body)
 	}
-	testkit.Diff(e.t, "expires_in", 60.0, field(body, "expires_in"))
+	testkit.Diff(e.T, "expires_in", 60.0, field(body, "expires_in"))
 	tok, _ := field(body, "confirm_token").(string)
 	if tok == "" {
-		e.t.Fatalf("no confirm_token in %v", body)
+		e.T.Fatalf("no confirm_token in %v", body)
 	}
 	return tok
 }
@@ -46,7 +46,7 @@ func with(args map[string]any, k string, v any) map[string]any {
 }
 
 func (e *env) publicList(tenant, user, scope string) []string {
-	e.t.Helper()
+	e.T.Helper()
 	q := "visibility=public"
 	if scope != "" {
 		q += "&scope_id=" + scope

@@ -74,7 +74,7 @@ func TestWriteValidation(t *testing.T) {
 	for _, mode := range []string{"replace", "append"} {
 		for _, tc := range tests {
 			e := newEnv(t)
-			e.run(t, mode+"/"+tc.name, func(t *testing.T) {
+			e.Run(t, mode+"/"+tc.name, func(t *testing.T) {
 				q := req{method: "POST", path: "/a1/rag/indices/" + tc.index + "/documents", body: tc.body}
 				if mode == "append" {
 					q.path += "/append"
@@ -142,7 +142,7 @@ func TestReplaceVersusAppend(t *testing.T) {
 		{"replace creates another index", replaceReq("", "kb2", doc("z", "zebra", nil)), []string{"c"}, []string{"c#0"}},
 	}
 	for _, s := range steps {
-		e.run(t, s.name, func(t *testing.T) {
+		e.Run(t, s.name, func(t *testing.T) {
 			e.ok(s.q)
 			testkit.Diff(t, "documents", s.wantDocs, e.docIDs("", "kb"))
 			testkit.Diff(t, "search", s.wantSearch, e.search("", "kb", "q=apple+banana+cherry+date&k=50"))
@@ -188,7 +188,7 @@ func TestGetAndDeleteDocument(t *testing.T) {
 		{"delete invalid doc id", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/-x"}, testkit.WantError(errcat.DocumentNotFound, "doc_id")},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
+		e.Run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
 	}
 
 	e.clk.Advance(time.Minute)
@@ -227,7 +227,7 @@ func TestTenantIsolation(t *testing.T) {
 		{"search", getReq(other, "/a1/rag/indices/kb/search?q=secret"), testkit.WantError(errcat.IndexNotFound, "id")},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
+		e.Run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
 	}
 	status, body := e.tool(other, map[string]any{"index": "kb", "query": "secret"})
 	testkit.Diff(t, "tool", testkit.WantError(errcat.IndexNotFound, "id"), testkit.ErrorOf(t, status, body))
@@ -286,7 +286,7 @@ func TestConcurrentAppends(t *testing.T) {
 				return
 			}
 			w := httptest.NewRecorder()
-			e.h.ServeHTTP(w, r)
+			e.H.ServeHTTP(w, r)
 			if w.Code != http.StatusOK {
 				errs <- fmt.Errorf("append %d: %d %s", i, w.Code, w.Body)
 			}

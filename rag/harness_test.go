@@ -13,7 +13,6 @@ import (
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tools"
-	"github.com/google/go-cmp/cmp"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -22,12 +21,11 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // env is a rag Service behind the routes the root wires, with a stand-in for
 // the root's auth middleware: the tenant comes from the test's request.
 type env struct {
-	t   *testing.T
-	st  *memstore.Store
-	clk *clock.Fake
-	svc *rag.Service
-	reg *tools.Registry
-	h   http.Handler
+	testkit.Client // T is the test or subtest; H the routes
+	st             *memstore.Store
+	clk            *clock.Fake
+	svc            *rag.Service
+	reg            *tools.Registry
 	// deny lists scopes the next requests' principal is denied.
 	deny []string
 }
@@ -43,7 +41,7 @@ func newEnv(t *testing.T) *env {
 // failure injection).
 func newEnvOver(t *testing.T, st *memstore.Store, s store.Store, clk *clock.Fake) *env {
 	t.Helper()
-	e := &env{t: t, st: st, clk: clk}
+	e := &env{Client: testkit.Client{T: t}, st: st, clk: clk}
 	e.svc = rag.New(rag.Config{Store: s, Clock: clk})
 	reg, err := tools.NewRegistry(e.svc.Tool())
 	if err != nil {
@@ -67,7 +65,7 @@ func newEnvOver(t *testing.T, st *memstore.Store, s store.Store, clk *clock.Fake
 	} {
 		r.Handler(rt.method, rt.path, rt.h)
 	}
-	e.h = r
+	e.H = r
 	return e
 }
 
@@ -94,37 +92,20 @@ func principal(tenant string, deny []string) *auth.Principal {
 
 // do sends q and returns the status and the decoded JSON body.
 func (e *env) do(q req) (int, any) {
-	e.t.Helper()
-	return testkit.ServeJSON(e.t, e.h, request(q, e.deny))
+	e.T.Helper()
+	return e.JSON(request(q, e.deny))
 }
 
 // ok sends q, wants 200 and returns the body.
 func (e *env) ok(q req) any {
-	e.t.Helper()
-	var out any
-	testkit.Decode(e.t, testkit.Serve(e.t, e.h, request(q, e.deny)), http.StatusOK, &out)
-	return out
+	e.T.Helper()
+	return e.OK(request(q, e.deny))
 }
 
 // fails sends q and compares its error with want.
 func (e *env) fails(q req, want testkit.Error) {
-	e.t.Helper()
-	status, body := e.do(q)
-	if diff := cmp.Diff(want, testkit.ErrorOf(e.t, status, body)); diff != "" {
-		e.t.Errorf("%s %s error mismatch (-want +got):\n%s", q.method, q.path, diff)
-	}
-}
-
-// run runs f as the subtest name of t, with e reporting to the subtest while
-// it runs.
-func (e *env) run(t *testing.T, name string, f func(t *testing.T)) {
-	t.Helper()
-	t.Run(name, func(t *testing.T) {
-		parent := e.t
-		e.t = t
-		defer func() { e.t = parent }()
-		f(t)
-	})
+	e.T.Helper()
+	e.Fails(request(q, e.deny), want)
 }
 
 // doc is a document of a write body; metadata nil sends none.
@@ -150,19 +131,19 @@ func getReq(tenant, path string) req { return req{method: "GET", path: path, ten
 
 // replace writes ds as the whole index and returns the answer.
 func (e *env) replace(tenant, index string, ds ...map[string]any) any {
-	e.t.Helper()
+	e.T.Helper()
 	return e.ok(replaceReq(tenant, index, ds...))
 }
 
 // appendDocs appends ds to the index and returns the answer.
 func (e *env) appendDocs(tenant, index string, ds ...map[string]any) any {
-	e.t.Helper()
+	e.T.Helper()
 	return e.ok(appendReq(tenant, index, ds...))
 }
 
 // docIDs returns the doc_ids GET .../documents lists.
 func (e *env) docIDs(tenant, index string) []string {
-	e.t.Helper()
+	e.T.Helper()
 	out := []string{}
 	for _, d := range data(e.ok(getReq(tenant, "/a1/rag/indices/"+index+"/documents"))) {
 		out = append(out, field(d, "doc_id").(string))
@@ -172,7 +153,7 @@ func (e *env) docIDs(tenant, index string) []string {
 
 // search returns the hits of a search as "doc_id#chunk_index".
 func (e *env) search(tenant, index, query string) []string {
-	e.t.Helper()
+	e.T.Helper()
 	return hitIDs(e.ok(getReq(tenant, "/a1/rag/indices/"+index+"/search?"+query)))
 }
 
@@ -186,7 +167,7 @@ func hitIDs(list any) []string {
 
 // tool executes rag_search through POST /v1/tools/execute.
 func (e *env) tool(tenant string, args any) (int, any) {
-	e.t.Helper()
+	e.T.Helper()
 	return e.do(req{method: "POST", path: "/v1/tools/execute", tenant: tenant,
 		body: map[string]any{"name": "rag_search", "arguments": args}})
 }
@@ -207,7 +188,7 @@ func data(list any) []any {
 // index's documents with their texts, and a search, so that tests can check
 // that a failed write changed nothing.
 func (e *env) snapshot(tenant, index, query string) map[string]any {
-	e.t.Helper()
+	e.T.Helper()
 	out := map[string]any{"indices": e.ok(getReq(tenant, "/a1/rag/indices"))}
 	status, docs := e.do(getReq(tenant, "/a1/rag/indices/"+index+"/documents"))
 	out["documents"] = docs

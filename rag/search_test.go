@@ -18,7 +18,7 @@ import (
 // Every document is one chunk. Term counts: d1 6, d2 3, d3 3, d4 2, so N = 4
 // chunks and avgdl = 14/4 = 3.5.
 func corpus(e *env, tenant, index string) {
-	e.t.Helper()
+	e.T.Helper()
 	e.replace(tenant, index,
 		doc("d1", "The cat sat on the mat.", map[string]any{"n": 1}),
 		doc("d2", "the dog sat", nil),
@@ -71,7 +71,7 @@ func TestBM25Ranking(t *testing.T) {
 		{"!!! ???", []hit{}},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.q, func(t *testing.T) {
+		e.Run(t, tc.q, func(t *testing.T) {
 			got := hitsOf(e.ok(getReq("", "/a1/rag/indices/kb/search?q="+url.QueryEscape(tc.q))))
 			testkit.Diff(t, "hits", tc.want, got, approx)
 		})
@@ -114,7 +114,7 @@ func TestSearchValidation(t *testing.T) {
 		{"query checked before index", "/a1/rag/indices/nope/search?q=cat&k=0", testkit.WantError(errcat.InvalidField, "query.k"), 0},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.name, func(t *testing.T) {
+		e.Run(t, tc.name, func(t *testing.T) {
 			status, body := e.do(getReq("", tc.path))
 			testkit.Diff(t, "error", tc.want, testkit.ErrorOf(t, status, body))
 			if tc.want == (testkit.Error{}) {

@@ -72,7 +72,7 @@ func TestToolErrors(t *testing.T) {
 		{"invalid index id", map[string]any{"index": "../kb", "query": "cat"}, testkit.WantError(errcat.IndexNotFound, "id")},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.name, func(t *testing.T) {
+		e.Run(t, tc.name, func(t *testing.T) {
 			status, body := e.tool("", tc.args)
 			testkit.Diff(t, "error", tc.want, testkit.ErrorOf(t, status, body))
 		})

@@ -2,9 +2,11 @@ package testkit
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/julienschmidt/httprouter"
 )
 
 // Client sends a test's requests to a handler and reports to T. A harness
@@ -51,4 +53,21 @@ func (c *Client) Fails(q Request, want Error) {
 	if diff := cmp.Diff(want, ErrorOf(c.T, status, body)); diff != "" {
 		c.T.Errorf("%s %s error mismatch (-want +got):\n%s", q.Method, q.Target, diff)
 	}
+}
+
+// Router returns an httprouter.Router serving routes, keyed by "METHOD
+// /path" with httprouter's :name parameters, as the root's route table maps
+// them. It fails t on a key without a method and a path.
+func Router(t testing.TB, routes map[string]http.HandlerFunc) *httprouter.Router {
+	t.Helper()
+	r := httprouter.New()
+	for key, h := range routes {
+		method, path, ok := strings.Cut(key, " ")
+		if !ok || method == "" || !strings.HasPrefix(path, "/") {
+			t.Fatalf("route %q: want \"METHOD /path\"", key)
+			continue
+		}
+		r.Handler(method, path, h)
+	}
+	return r
 }

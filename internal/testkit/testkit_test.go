@@ -296,3 +296,23 @@ func TestClient(t *testing.T) {
 		t.Errorf("Fails of a success reported %q", rt.errors)
 	}
 }
+
+func TestRouter(t *testing.T) {
+	param := func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, 200, map[string]string{"method": r.Method, "id": httpx.Param(r, "id")})
+	}
+	h := testkit.Router(t, map[string]http.HandlerFunc{"GET /x/:id": param, "DELETE /x/:id": param})
+	for _, method := range []string{"GET", "DELETE"} {
+		var got map[string]string
+		testkit.Decode(t, testkit.Serve(t, h, testkit.Request{Method: method, Target: "/x/7"}), 200, &got)
+		testkit.Diff(t, method, map[string]string{"method": method, "id": "7"}, got)
+	}
+	if w := testkit.Serve(t, h, testkit.Request{Method: "POST", Target: "/x/7"}); w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /x/7 answered %d, want 405", w.Code)
+	}
+	rt := &recordingT{TB: t}
+	testkit.Router(rt, map[string]http.HandlerFunc{"/x": param})
+	if rt.fatal == "" {
+		t.Error("Router of a key without a method did not fail the test")
+	}
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/tools"
 	"github.com/chatgw/gateway/upstream"
-	"github.com/julienschmidt/httprouter"
 )
 
 // reply answers one upstream call.
@@ -228,25 +227,18 @@ func newEnv(t *testing.T, script []reply, opts ...envOption) *env {
 	if err := e.reg.Register(e.svc.CallTool()); err != nil {
 		t.Fatal(err)
 	}
-	r := httprouter.New()
-	for _, rt := range []struct {
-		method, path string
-		h            http.HandlerFunc
-	}{
-		{"GET", "/a1/agents", e.svc.List},
-		{"POST", "/a1/agents/:name/chat", e.svc.Chat},
-		{"POST", "/a1/agents/:name/sessions", e.svc.CreateSession},
-		{"GET", "/a1/agents/:name/sessions", e.svc.ListSessions},
-		{"GET", "/a1/agents/:name/sessions/:sid", e.svc.GetSession},
-		{"POST", "/a1/agents/:name/sessions/:sid/messages", e.svc.PostMessage},
-		{"POST", "/a1/agents/:name/sessions/:sid/compact", e.svc.Compact},
-		{"GET", "/a1/agents/:name/sessions/:sid/lineage", e.svc.Lineage},
-		{"POST", "/v1/tools/execute", e.reg.Execute},
-		{"PUT", "/v1/tenant/config", tenantconfig.NewService(e.st, testCatalog()).Put},
-	} {
-		r.Handler(rt.method, rt.path, e.withPrincipal(rt.h))
-	}
-	e.h = r
+	e.h = e.withPrincipal(testkit.Router(t, map[string]http.HandlerFunc{
+		"GET /a1/agents":                               e.svc.List,
+		"POST /a1/agents/:name/chat":                   e.svc.Chat,
+		"POST /a1/agents/:name/sessions":               e.svc.CreateSession,
+		"GET /a1/agents/:name/sessions":                e.svc.ListSessions,
+		"GET /a1/agents/:name/sessions/:sid":           e.svc.GetSession,
+		"POST /a1/agents/:name/sessions/:sid/messages": e.svc.PostMessage,
+		"POST /a1/agents/:name/sessions/:sid/compact":  e.svc.Compact,
+		"GET /a1/agents/:name/sessions/:sid/lineage":   e.svc.Lineage,
+		"POST /v1/tools/execute":                       e.reg.Execute,
+		"PUT /v1/tenant/config":                        tenantconfig.NewService(e.st, testCatalog()).Put,
+	}))
 	return e
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
-	"github.com/julienschmidt/httprouter"
 )
 
 // The conversation family's service is the History of these tests, as the root
@@ -159,10 +158,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(e, &cfg)
 	}
 	e.chat = chat.New(cfg)
-	r := httprouter.New()
-	r.Handler("POST", "/c1/chat", e.withPrincipal(e.chat))
-	r.Handler("GET", "/c1/conversations/:id", e.withPrincipal(http.HandlerFunc(e.conv.HandleGet)))
-	e.h = r
+	e.h = e.withPrincipal(testkit.Router(t, map[string]http.HandlerFunc{
+		"POST /c1/chat":             e.chat.ServeHTTP,
+		"GET /c1/conversations/:id": e.conv.HandleGet,
+	}))
 	return e
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tools"
-	"github.com/julienschmidt/httprouter"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -48,27 +47,20 @@ func newEnvOver(t *testing.T, st *memstore.Store, clk *clock.Fake) *env {
 		t.Fatal(err)
 	}
 	e.reg = reg
-	r := httprouter.New()
-	for _, rt := range []struct {
-		method, path string
-		h            http.HandlerFunc
-	}{
+	e.H = testkit.Router(t, map[string]http.HandlerFunc{
 		// The route list of the report, as the root wires it.
-		{"POST", "/v1/memory", e.svc.PutEntry},
-		{"GET", "/v1/memory", e.svc.ListEntries},
-		{"DELETE", "/v1/memory", e.svc.DeleteEntry},
-		{"GET", "/v1/memory/usage", e.svc.GetUsage},
-		{"PUT", "/v1/system-prompts/:level", e.svc.PutPrompt},
-		{"GET", "/v1/system-prompts/:level", e.svc.GetPrompt},
-		{"DELETE", "/v1/system-prompts/:level", e.svc.DeletePrompt},
-		{"GET", "/v1/system-prompts/:level/versions", e.svc.ListPromptVersions},
-		{"PUT", "/v1/system-prompts/:level/current/:n", e.svc.SetCurrentPrompt},
-		{"DELETE", "/v1/system-prompts/:level/v/:n", e.svc.DeletePromptVersion},
-		{"POST", "/v1/tools/execute", reg.Execute},
-	} {
-		r.Handler(rt.method, rt.path, rt.h)
-	}
-	e.H = r
+		"POST /v1/memory":                          e.svc.PutEntry,
+		"GET /v1/memory":                           e.svc.ListEntries,
+		"DELETE /v1/memory":                        e.svc.DeleteEntry,
+		"GET /v1/memory/usage":                     e.svc.GetUsage,
+		"PUT /v1/system-prompts/:level":            e.svc.PutPrompt,
+		"GET /v1/system-prompts/:level":            e.svc.GetPrompt,
+		"DELETE /v1/system-prompts/:level":         e.svc.DeletePrompt,
+		"GET /v1/system-prompts/:level/versions":   e.svc.ListPromptVersions,
+		"PUT /v1/system-prompts/:level/current/:n": e.svc.SetCurrentPrompt,
+		"DELETE /v1/system-prompts/:level/v/:n":    e.svc.DeletePromptVersion,
+		"POST /v1/tools/execute":                   reg.Execute,
+	})
 	return e
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tools"
-	"github.com/julienschmidt/httprouter"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -48,24 +47,17 @@ func newEnvOver(t *testing.T, st *memstore.Store, s store.Store, clk *clock.Fake
 		t.Fatal(err)
 	}
 	e.reg = reg
-	r := httprouter.New()
-	for _, rt := range []struct {
-		method, path string
-		h            http.HandlerFunc
-	}{
+	e.H = testkit.Router(t, map[string]http.HandlerFunc{
 		// The route list of the report, as the root wires it.
-		{"GET", "/a1/rag/indices", e.svc.ListIndices},
-		{"POST", "/a1/rag/indices/:id/documents", e.svc.ReplaceDocuments},
-		{"POST", "/a1/rag/indices/:id/documents/append", e.svc.AppendDocuments},
-		{"GET", "/a1/rag/indices/:id/documents", e.svc.ListDocuments},
-		{"GET", "/a1/rag/indices/:id/documents/:doc_id", e.svc.GetDocument},
-		{"DELETE", "/a1/rag/indices/:id/documents/:doc_id", e.svc.DeleteDocument},
-		{"GET", "/a1/rag/indices/:id/search", e.svc.SearchHTTP},
-		{"POST", "/v1/tools/execute", reg.Execute},
-	} {
-		r.Handler(rt.method, rt.path, rt.h)
-	}
-	e.H = r
+		"GET /a1/rag/indices":                          e.svc.ListIndices,
+		"POST /a1/rag/indices/:id/documents":           e.svc.ReplaceDocuments,
+		"POST /a1/rag/indices/:id/documents/append":    e.svc.AppendDocuments,
+		"GET /a1/rag/indices/:id/documents":            e.svc.ListDocuments,
+		"GET /a1/rag/indices/:id/documents/:doc_id":    e.svc.GetDocument,
+		"DELETE /a1/rag/indices/:id/documents/:doc_id": e.svc.DeleteDocument,
+		"GET /a1/rag/indices/:id/search":               e.svc.SearchHTTP,
+		"POST /v1/tools/execute":                       reg.Execute,
+	})
 	return e
 }
 

@@ -58,8 +58,14 @@ import (
 //     chat of their owner, which only appends), and a failing request commits
 //     no store write at all.
 //
-// Each input runs against a fresh gateway (fresh in-memory store, quotas and
-// confirm tokens), so a failure reproduces from its input alone. The seeds
+// Each input runs in a tenant of its own, with its own token: what a tenant
+// holds (conversations, memory, prompts, configuration, quotas, confirm
+// tokens, images, /a1 sessions, indices and runs) is fresh for every input,
+// so a failure reproduces from its input alone unless tenants leak into each
+// other, itself a failure to look for. A gateway serves up to fuzzTenants
+// inputs, because gateway.New costs more than most inputs (it builds the API
+// docs); one that saw a failure serves no further input, and FUZZFRESH=1 in
+// the environment gives every input a gateway of its own. The seeds
 // (and the regression inputs in testdata/fuzz) run as unit tests in the
 // default go test; with -fuzz the corpus also gets fieldVariants of every
 // seed. Every route of the gateway's table has a row of seeds in fuzzRoutes
@@ -376,8 +382,13 @@ var fuzzRoutes = []fuzzRoute{
 		seeds: []string{``, `{}`}},
 }
 
+// fuzzTenants is how many inputs one gateway serves, each in a tenant of
+// its own.
+const fuzzTenants = 64
+
 // fuzzHarness is what the inputs of one fuzz worker share: the fake backend,
-// the upstream router over it (so connections are reused) and the tokens.
+// the upstream router over it (so connections are reused), the tokens of the
+// tenants, and the gateway of the inputs.
 type fuzzHarness struct {
 	catalog  *upstream.Catalog
 	backends upstream.Backends
@@ -385,10 +396,20 @@ type fuzzHarness struct {
 	tokens   *auth.Catalog
 	agents   string // the WithAgentsDir of every gateway: a1Agents
 	coding   string // the WithCodingAgentCommand: a harmless program
+	perGW    int    // inputs a gateway serves: fuzzTenants, or 1 with FUZZFRESH
+
+	// The gateway of the next inputs (nil: none yet) and its store; used
+	// counts the tenants it gave out.
+	g    *gateway.Gateway
+	st   *watchStore
+	used int
 
 	mu  sync.Mutex
 	bad []string // JSON bodies sent upstream that break the forwarding rules
 }
+
+// fuzzToken is the bearer token of tenant i's admin (tenant "acme-<i>").
+func fuzzToken(i int) string { return fmt.Sprintf("admin-%02d", i) }
 
 func newFuzzHarness(f *testing.F) *fuzzHarness {
 	f.Helper()
@@ -418,13 +439,23 @@ func newFuzzHarness(f *testing.F) *fuzzHarness {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { h.router.Close() })
-	h.tokens = auth.MustStatic(
-		[]*auth.Tenant{{
-			ID:       "acme",
+	var tenants []*auth.Tenant
+	tokens := map[string]auth.StaticToken{}
+	for i := range fuzzTenants {
+		id := fmt.Sprintf("acme-%02d", i)
+		tenants = append(tenants, &auth.Tenant{
+			ID:       id,
 			Settings: auth.Settings{CloudDocConsent: true, CodingAgentRepos: []string{a1Repo}},
 			Quotas:   map[string]auth.Quota{"lm-4-scout-cloudB": {RequestsPerDay: 1000}},
-		}},
-		map[string]auth.StaticToken{"admin": {Tenant: "acme", Role: auth.RoleTenantAdmin}})
+		})
+		tokens[fuzzToken(i)] = auth.StaticToken{Tenant: id, Role: auth.RoleTenantAdmin}
+	}
+	h.tokens = auth.MustStatic(tenants, tokens)
+	h.perGW = fuzzTenants
+	if os.Getenv("FUZZFRESH") != "" {
+		h.perGW = 1
+	}
+	f.Cleanup(h.retire)
 	h.agents = f.TempDir()
 	for name, content := range a1Agents {
 		if err := os.WriteFile(filepath.Join(h.agents, name), []byte(content), 0o644); err != nil {
@@ -469,39 +500,56 @@ func (h *fuzzHarness) badForwarded() (int, string) {
 	return len(h.bad), h.bad[len(h.bad)-1]
 }
 
-// fuzzGateway is one input's gateway and its store.
+// fuzzGateway is one input's view of the gateway: its store, and the token
+// of the input's tenant.
 type fuzzGateway struct {
-	g  *gateway.Gateway
-	st *watchStore
+	g     *gateway.Gateway
+	st    *watchStore
+	token string
 	// ids are the ids a1Setup created, by placeholder (a1Placeholders).
 	ids map[string]string
 	// need is what a1Setup stored.
 	need a1Need
 }
 
-// newGateway returns a fresh gateway with two stored conversations: "keep" of
-// u1 and "theirs" of u2, each one turn with a system prompt.
+// newGateway returns the gateway of an input, in a tenant no other input
+// used, with two stored conversations: "keep" of u1 and "theirs" of u2, each
+// one turn with a system prompt. When the input ends, its runs are waited
+// for, so that no background write falls into the next input; the gateway
+// is retired after a failure.
 func (h *fuzzHarness) newGateway(t *testing.T) *fuzzGateway {
 	t.Helper()
-	st := &watchStore{Store: memstore.New()}
-	g, err := gateway.New(
-		gateway.WithStore(st),
-		gateway.WithTokenCatalog(h.tokens),
-		gateway.WithCatalog(h.catalog),
-		gateway.WithBackends(h.backends),
-		gateway.WithUpstream(h.router),
-		gateway.WithClock(clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))),
-		gateway.WithLogger(fuzzLogger()),
-		gateway.WithRateLimit(1e9, 1e9),
-		gateway.WithBodyLimit(64<<10),
-		gateway.WithAgentsDir(h.agents),
-		gateway.WithCodingAgentCommand(h.coding),
-	)
-	if err != nil {
-		t.Fatal(err)
+	if h.g == nil || h.used == h.perGW {
+		h.retire()
+		h.st = &watchStore{Store: memstore.New()}
+		g, err := gateway.New(
+			gateway.WithStore(h.st),
+			gateway.WithTokenCatalog(h.tokens),
+			gateway.WithCatalog(h.catalog),
+			gateway.WithBackends(h.backends),
+			gateway.WithUpstream(h.router),
+			gateway.WithClock(clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))),
+			gateway.WithLogger(fuzzLogger()),
+			gateway.WithRateLimit(1e9, 1e9),
+			gateway.WithBodyLimit(64<<10),
+			gateway.WithAgentsDir(h.agents),
+			gateway.WithCodingAgentCommand(h.coding),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.g = g
 	}
-	t.Cleanup(func() { g.Close() })
-	fg := &fuzzGateway{g: g, st: st}
+	fg := &fuzzGateway{g: h.g, st: h.st, token: fuzzToken(h.used)}
+	h.used++
+	t.Cleanup(func() {
+		if !fg.settle() {
+			t.Errorf("runs of the input still queued or running after %v", slowAnswer)
+		}
+		if t.Failed() {
+			h.retire()
+		}
+	})
 	for _, c := range []struct{ user, id string }{{"u1", "keep"}, {"u2", "theirs"}} {
 		body := `{"conversation_id":"` + c.id + `","message":"first","system_prompt":"sys","stream":false}`
 		if rec := fg.serve("POST", "/c1/chat", c.user, nil, []byte(body)); rec.Code != 200 {
@@ -511,21 +559,56 @@ func (h *fuzzHarness) newGateway(t *testing.T) *fuzzGateway {
 	return fg
 }
 
-// serve sends one request as the tenant admin, with GW-User-Id user unless
-// hdr overrides it.
+// retire closes the harness's gateway, if any: the next input gets a new
+// one.
+func (h *fuzzHarness) retire() {
+	if h.g != nil {
+		h.g.Close()
+	}
+	h.g, h.st, h.used = nil, nil, 0
+}
+
+// settle waits, up to slowAnswer, until no run of the input's tenant is
+// queued or running, and reports whether none is.
+func (fg *fuzzGateway) settle() bool {
+	for deadline := time.Now().Add(slowAnswer); ; time.Sleep(time.Millisecond) {
+		rec := fg.serve("GET", "/a1/runs?limit=500", "", nil, nil)
+		var l struct {
+			Data []struct {
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &l) != nil {
+			return false
+		}
+		busy := false
+		for _, r := range l.Data {
+			busy = busy || r.Status == "queued" || r.Status == "running"
+		}
+		if !busy {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// serve sends one request as the tenant admin of the input, with GW-User-Id
+// user unless hdr overrides it.
 func (fg *fuzzGateway) serve(method, target, user string, hdr http.Header, body []byte) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, target, bytes.NewReader(body))
-	r.Header = requestHeader(user, hdr)
+	r.Header = requestHeader(fg.token, user, hdr)
 	w := httptest.NewRecorder()
 	fg.g.ServeHTTP(w, r)
 	return w
 }
 
-// requestHeader is the header of a request as user (none when ""), with hdr
-// overriding the defaults.
-func requestHeader(user string, hdr http.Header) http.Header {
+// requestHeader is the header of a request with token as user (none when
+// ""), with hdr overriding the defaults.
+func requestHeader(token, user string, hdr http.Header) http.Header {
 	h := http.Header{}
-	h.Set("Authorization", "Bearer admin")
+	h.Set("Authorization", "Bearer "+token)
 	h.Set("Content-Type", "application/json")
 	if user != "" {
 		h.Set("GW-User-Id", user)
@@ -864,7 +947,7 @@ func FuzzRoutes(f *testing.F) {
 		if d := time.Since(start); d > slowAnswer {
 			t.Errorf("%s %s took %v", rt.method, target, d)
 		}
-		failed := checkAnswer(t, rt, requestHeader("u1", hdr), rec)
+		failed := checkAnswer(t, rt, requestHeader(fg.token, "u1", hdr), rec)
 		user := "u1"
 		if rt.header == "GW-User-Id" && hdr.Get("GW-User-Id") != "" {
 			user = hdr.Get("GW-User-Id")
@@ -951,7 +1034,7 @@ func FuzzC1ChatStored(f *testing.F) {
 		if d := time.Since(start); d > slowAnswer {
 			t.Errorf("POST /c1/chat took %v", d)
 		}
-		failed := checkAnswer(t, rt, requestHeader(user, hdr), rec)
+		failed := checkAnswer(t, rt, requestHeader(fg.token, user, hdr), rec)
 		after := fg.snapshot(t)
 		checkStored(t, "POST", "/c1/chat", user, failed, before, after)
 		if n := fg.st.commits() - commits; failed && n > 0 {

@@ -58,11 +58,18 @@ import (
 //     chat of their owner, which only appends), and a failing request commits
 //     no store write at all.
 //
-// Each input runs against a fresh gateway (fresh in-memory store, quotas and
-// confirm tokens), so a failure reproduces from its input alone. The seeds
+// Each input runs in a tenant of its own, with its own token: what a tenant
+// holds (conversations, memory, prompts, configuration, quotas, confirm
+// tokens, images, /a1 sessions, indices and runs) is fresh for every input,
+// so a failure reproduces from its input alone unless tenants leak into each
+// other, itself a failure to look for. A gateway serves up to fuzzTenants
+// inputs, because gateway.New costs more than most inputs (it builds the API
+// docs); one that saw a failure serves no further input, and FUZZFRESH=1 in
+// the environment gives every input a gateway of its own. The seeds
 // (and the regression inputs in testdata/fuzz) run as unit tests in the
 // default go test; with -fuzz the corpus also gets fieldVariants of every
-// seed. Fuzz with, for example:
+// seed. Every route of the gateway's table has a row of seeds in fuzzRoutes
+// (TestFuzzRoutesCoverTheRouteTable). Fuzz with, for example:
 //
 //	go test -run '^$' -fuzz '^FuzzRoutes$' -fuzztime 60s -fuzzminimizetime 5s .
 //	go test -run '^$' -fuzz '^FuzzC1ChatStored$' -fuzztime 60s -fuzzminimizetime 5s .
@@ -118,10 +125,13 @@ const (
 	needSessions
 	// needRuns: finished runs "@run" (u1) and "@urun" (u2).
 	needRuns
+	// needImages: a generated image "@img" (of the tenant; images have no
+	// owner).
+	needImages
 )
 
 // a1Placeholders are replaced in the fuzzed path segment of an /a1 row.
-var a1Placeholders = []string{"@sess", "@old", "@usess", "@run", "@urun"}
+var a1Placeholders = []string{"@sess", "@old", "@usess", "@run", "@urun", "@img"}
 
 // a1Agents are the agent files of the fuzz targets' WithAgentsDir.
 var a1Agents = map[string]string{
@@ -234,6 +244,18 @@ var fuzzRoutes = []fuzzRoute{
 	{method: "GET", path: "/c1/conversations/", own: true, pathParam: true, header: "GW-User-Id", seeds: []string{
 		"keep", "theirs", "nope",
 	}},
+	{method: "GET", path: "/v1/system-prompts/scope", own: true, header: "GW-User-Id", seeds: []string{
+		"scope_id=team", "",
+	}},
+	{method: "GET", path: "/v1/system-prompts/user", own: true, header: "GW-User-Id", seeds: []string{""}},
+	{method: "DELETE", path: "/v1/system-prompts/scope", own: true, header: "GW-User-Id", seeds: []string{
+		"scope_id=team", "",
+	}},
+	{method: "DELETE", path: "/v1/system-prompts/user", own: true, header: "GW-User-Id", seeds: []string{""}},
+	{method: "DELETE", path: "/c1/conversations/", own: true, pathParam: true, header: "GW-User-Id", seeds: []string{
+		"keep", "theirs", "nope",
+	}},
+	{method: "GET", path: "/v1/tenant/config", own: true, seeds: []string{""}},
 	{method: "PUT", path: "/v1/system-prompts/user/current/", own: true, pathParam: true, seeds: []string{
 		"1", "2", "0", "x",
 	}},
@@ -241,7 +263,31 @@ var fuzzRoutes = []fuzzRoute{
 		"1", "2", "18446744073709551616",
 	}},
 
+	// Public: no bearer needed (the fuzz targets send one anyway).
+	{method: "GET", path: "/", seeds: []string{""}},
+	{method: "GET", path: "/healthz", seeds: []string{""}},
+	{method: "GET", path: "/readyz", seeds: []string{""}},
+	{method: "GET", path: "/errors", seeds: []string{""}},
+	{method: "GET", path: "/docs/", pathParam: true, seeds: []string{"errors", "errors/", "nope"}},
+	{method: "GET", path: "/openapi.json", seeds: []string{""}},
+	{method: "GET", path: "/openapi", seeds: []string{""}},
+	{method: "GET", path: "/redoc", seeds: []string{""}},
+	{method: "GET", path: "/playground", seeds: []string{""}},
+
+	// The rest of /v1.
+	{method: "GET", path: "/v1/models", seeds: []string{""}},
+	{method: "GET", path: "/v1/info", seeds: []string{""}},
+	{method: "POST", path: "/v1/audio/translations", multipart: true, seeds: []string{
+		"--fuzzboundary\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nlm-transcribe\r\n--fuzzboundary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp3\"\r\nContent-Type: audio/mpeg\r\n\r\nID3\x00\x01\r\n--fuzzboundary--\r\n",
+	}},
+	{method: "GET", path: "/v1/images", a1: needImages, seeds: []string{"", "limit=1&offset=0", "limit=0"}},
+	{method: "GET", path: "/v1/images/", pathParam: true, a1: needImages, seeds: []string{"@img", "img_nope"}},
+	{method: "GET", path: "/v1/images/", suffix: "/content", pathParam: true, a1: needImages, seeds: []string{"@img", "img_nope"}},
+	{method: "DELETE", path: "/v1/images/", pathParam: true, a1: needImages, mutable: mutableAlways("images/"),
+		seeds: []string{"@img", "img_nope"}},
+
 	// /a1 agents.
+	{method: "GET", path: "/a1/agents", own: true, seeds: []string{""}},
 	{method: "POST", path: "/a1/agents/helper/chat", own: true, header: "GW-Caller-Depth", seeds: []string{
 		`{"messages":[{"role":"user","content":"hi"}]}`,
 		`{"messages":[{"role":"system","content":"sys"},{"role":"user","content":"what time is it?"}],"stream":true}`,
@@ -275,7 +321,19 @@ var fuzzRoutes = []fuzzRoute{
 		segs:  []string{"@sess", "@usess"},
 		seeds: []string{`{"message":"what does the guide say?"}`}},
 
+	{method: "GET", path: "/a1/agents/helper/sessions", own: true, header: "GW-User-Id", a1: needSessions, seeds: []string{
+		"", "limit=1&offset=0", "limit=500", "limit=0",
+	}},
+	{method: "GET", path: "/a1/agents/helper/sessions/", own: true, pathParam: true, header: "GW-User-Id", a1: needSessions,
+		seeds: []string{"@sess", "@old", "@usess", "sess_0000"}},
+	{method: "GET", path: "/a1/agents/helper/sessions/", suffix: "/lineage", own: true, pathParam: true, header: "GW-User-Id",
+		a1: needSessions, seeds: []string{"@sess", "@old", "@usess"}},
+
 	// /a1 RAG.
+	{method: "GET", path: "/a1/rag/indices", own: true, a1: needRAG, seeds: []string{""}},
+	{method: "GET", path: "/a1/rag/indices/docs/documents", own: true, a1: needRAG, seeds: []string{
+		"", "limit=1&offset=1", "limit=0",
+	}},
 	{method: "POST", path: "/a1/rag/indices/", suffix: "/documents", own: true, pathParam: true, idParam: "id",
 		a1: needRAG, mutable: mutableRAG,
 		segs: []string{"docs", "fresh", "a:b.c_d-e", "-bad", "x y", strings.Repeat("i", 129)},
@@ -305,6 +363,7 @@ var fuzzRoutes = []fuzzRoute{
 		}},
 
 	// /a1 runs.
+	{method: "GET", path: "/a1/runtimes", own: true, seeds: []string{""}},
 	{method: "POST", path: "/a1/runs", own: true, header: "GW-User-Id", a1: needRuns, mutable: mutableAlways("runs/list"), seeds: []string{
 		`{"runtime":"coding-agent","repo":"https://github.com/acme/app","work_item":"issue-1"}`,
 		`{"runtime":"coding-agent","repo":"HTTPS://GitHub.com:443/Acme/App.git/","work_item":"PR #7: fix"}`,
@@ -323,8 +382,13 @@ var fuzzRoutes = []fuzzRoute{
 		seeds: []string{``, `{}`}},
 }
 
+// fuzzTenants is how many inputs one gateway serves, each in a tenant of
+// its own.
+const fuzzTenants = 64
+
 // fuzzHarness is what the inputs of one fuzz worker share: the fake backend,
-// the upstream router over it (so connections are reused) and the tokens.
+// the upstream router over it (so connections are reused), the tokens of the
+// tenants, and the gateway of the inputs.
 type fuzzHarness struct {
 	catalog  *upstream.Catalog
 	backends upstream.Backends
@@ -332,10 +396,20 @@ type fuzzHarness struct {
 	tokens   *auth.Catalog
 	agents   string // the WithAgentsDir of every gateway: a1Agents
 	coding   string // the WithCodingAgentCommand: a harmless program
+	perGW    int    // inputs a gateway serves: fuzzTenants, or 1 with FUZZFRESH
+
+	// The gateway of the next inputs (nil: none yet) and its store; used
+	// counts the tenants it gave out.
+	g    *gateway.Gateway
+	st   *watchStore
+	used int
 
 	mu  sync.Mutex
 	bad []string // JSON bodies sent upstream that break the forwarding rules
 }
+
+// fuzzToken is the bearer token of tenant i's admin (tenant "acme-<i>").
+func fuzzToken(i int) string { return fmt.Sprintf("admin-%02d", i) }
 
 func newFuzzHarness(f *testing.F) *fuzzHarness {
 	f.Helper()
@@ -365,13 +439,23 @@ func newFuzzHarness(f *testing.F) *fuzzHarness {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { h.router.Close() })
-	h.tokens = auth.MustStatic(
-		[]*auth.Tenant{{
-			ID:       "acme",
+	var tenants []*auth.Tenant
+	tokens := map[string]auth.StaticToken{}
+	for i := range fuzzTenants {
+		id := fmt.Sprintf("acme-%02d", i)
+		tenants = append(tenants, &auth.Tenant{
+			ID:       id,
 			Settings: auth.Settings{CloudDocConsent: true, CodingAgentRepos: []string{a1Repo}},
 			Quotas:   map[string]auth.Quota{"lm-4-scout-cloudB": {RequestsPerDay: 1000}},
-		}},
-		map[string]auth.StaticToken{"admin": {Tenant: "acme", Role: auth.RoleTenantAdmin}})
+		})
+		tokens[fuzzToken(i)] = auth.StaticToken{Tenant: id, Role: auth.RoleTenantAdmin}
+	}
+	h.tokens = auth.MustStatic(tenants, tokens)
+	h.perGW = fuzzTenants
+	if os.Getenv("FUZZFRESH") != "" {
+		h.perGW = 1
+	}
+	f.Cleanup(h.retire)
 	h.agents = f.TempDir()
 	for name, content := range a1Agents {
 		if err := os.WriteFile(filepath.Join(h.agents, name), []byte(content), 0o644); err != nil {
@@ -416,39 +500,56 @@ func (h *fuzzHarness) badForwarded() (int, string) {
 	return len(h.bad), h.bad[len(h.bad)-1]
 }
 
-// fuzzGateway is one input's gateway and its store.
+// fuzzGateway is one input's view of the gateway: its store, and the token
+// of the input's tenant.
 type fuzzGateway struct {
-	g  *gateway.Gateway
-	st *watchStore
+	g     *gateway.Gateway
+	st    *watchStore
+	token string
 	// ids are the ids a1Setup created, by placeholder (a1Placeholders).
 	ids map[string]string
 	// need is what a1Setup stored.
 	need a1Need
 }
 
-// newGateway returns a fresh gateway with two stored conversations: "keep" of
-// u1 and "theirs" of u2, each one turn with a system prompt.
+// newGateway returns the gateway of an input, in a tenant no other input
+// used, with two stored conversations: "keep" of u1 and "theirs" of u2, each
+// one turn with a system prompt. When the input ends, its runs are waited
+// for, so that no background write falls into the next input; the gateway
+// is retired after a failure.
 func (h *fuzzHarness) newGateway(t *testing.T) *fuzzGateway {
 	t.Helper()
-	st := &watchStore{Store: memstore.New()}
-	g, err := gateway.New(
-		gateway.WithStore(st),
-		gateway.WithTokenCatalog(h.tokens),
-		gateway.WithCatalog(h.catalog),
-		gateway.WithBackends(h.backends),
-		gateway.WithUpstream(h.router),
-		gateway.WithClock(clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))),
-		gateway.WithLogger(fuzzLogger()),
-		gateway.WithRateLimit(1e9, 1e9),
-		gateway.WithBodyLimit(64<<10),
-		gateway.WithAgentsDir(h.agents),
-		gateway.WithCodingAgentCommand(h.coding),
-	)
-	if err != nil {
-		t.Fatal(err)
+	if h.g == nil || h.used == h.perGW {
+		h.retire()
+		h.st = &watchStore{Store: memstore.New()}
+		g, err := gateway.New(
+			gateway.WithStore(h.st),
+			gateway.WithTokenCatalog(h.tokens),
+			gateway.WithCatalog(h.catalog),
+			gateway.WithBackends(h.backends),
+			gateway.WithUpstream(h.router),
+			gateway.WithClock(clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))),
+			gateway.WithLogger(fuzzLogger()),
+			gateway.WithRateLimit(1e9, 1e9),
+			gateway.WithBodyLimit(64<<10),
+			gateway.WithAgentsDir(h.agents),
+			gateway.WithCodingAgentCommand(h.coding),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.g = g
 	}
-	t.Cleanup(func() { g.Close() })
-	fg := &fuzzGateway{g: g, st: st}
+	fg := &fuzzGateway{g: h.g, st: h.st, token: fuzzToken(h.used)}
+	h.used++
+	t.Cleanup(func() {
+		if !fg.settle() {
+			t.Errorf("runs of the input still queued or running after %v", slowAnswer)
+		}
+		if t.Failed() {
+			h.retire()
+		}
+	})
 	for _, c := range []struct{ user, id string }{{"u1", "keep"}, {"u2", "theirs"}} {
 		body := `{"conversation_id":"` + c.id + `","message":"first","system_prompt":"sys","stream":false}`
 		if rec := fg.serve("POST", "/c1/chat", c.user, nil, []byte(body)); rec.Code != 200 {
@@ -458,21 +559,56 @@ func (h *fuzzHarness) newGateway(t *testing.T) *fuzzGateway {
 	return fg
 }
 
-// serve sends one request as the tenant admin, with GW-User-Id user unless
-// hdr overrides it.
+// retire closes the harness's gateway, if any: the next input gets a new
+// one.
+func (h *fuzzHarness) retire() {
+	if h.g != nil {
+		h.g.Close()
+	}
+	h.g, h.st, h.used = nil, nil, 0
+}
+
+// settle waits, up to slowAnswer, until no run of the input's tenant is
+// queued or running, and reports whether none is.
+func (fg *fuzzGateway) settle() bool {
+	for deadline := time.Now().Add(slowAnswer); ; time.Sleep(time.Millisecond) {
+		rec := fg.serve("GET", "/a1/runs?limit=500", "", nil, nil)
+		var l struct {
+			Data []struct {
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &l) != nil {
+			return false
+		}
+		busy := false
+		for _, r := range l.Data {
+			busy = busy || r.Status == "queued" || r.Status == "running"
+		}
+		if !busy {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// serve sends one request as the tenant admin of the input, with GW-User-Id
+// user unless hdr overrides it.
 func (fg *fuzzGateway) serve(method, target, user string, hdr http.Header, body []byte) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, target, bytes.NewReader(body))
-	r.Header = requestHeader(user, hdr)
+	r.Header = requestHeader(fg.token, user, hdr)
 	w := httptest.NewRecorder()
 	fg.g.ServeHTTP(w, r)
 	return w
 }
 
-// requestHeader is the header of a request as user (none when ""), with hdr
-// overriding the defaults.
-func requestHeader(user string, hdr http.Header) http.Header {
+// requestHeader is the header of a request with token as user (none when
+// ""), with hdr overriding the defaults.
+func requestHeader(token, user string, hdr http.Header) http.Header {
 	h := http.Header{}
-	h.Set("Authorization", "Bearer admin")
+	h.Set("Authorization", "Bearer "+token)
 	h.Set("Content-Type", "application/json")
 	if user != "" {
 		h.Set("GW-User-Id", user)
@@ -483,10 +619,14 @@ func requestHeader(user string, hdr http.Header) http.Header {
 	return h
 }
 
-// conversation returns GET /c1/conversations/{id} as user.
+// conversation returns GET /c1/conversations/{id} as user, or "" when it
+// answers 404 conversation_not_found (it was deleted).
 func (fg *fuzzGateway) conversation(t *testing.T, id, user string) string {
 	t.Helper()
 	rec := fg.serve("GET", "/c1/conversations/"+id, user, nil, nil)
+	if rec.Code == http.StatusNotFound && strings.Contains(rec.Body.String(), `"conversation_not_found"`) {
+		return ""
+	}
 	if rec.Code != 200 {
 		t.Fatalf("GET /c1/conversations/%s: %d %s", id, rec.Code, rec.Body)
 	}
@@ -533,6 +673,14 @@ func (fg *fuzzGateway) a1Setup(t *testing.T, need a1Need) {
 		do("POST", base+"/"+sess+"/messages", "u1", `{"message":"two"}`, 200)
 		fg.ids["@old"], fg.ids["@sess"] = old, sess
 		fg.ids["@usess"] = do("POST", base, "u2", `{}`, 201)["id"].(string)
+	}
+	if need&needImages != 0 {
+		img := do("POST", "/v1/images/generations", "u1", `{"prompt":"a cat"}`, 200)
+		data, _ := img["data"].([]any)
+		if len(data) != 1 {
+			t.Fatalf("setup: generated %v", img)
+		}
+		fg.ids["@img"] = data[0].(map[string]any)["id"].(string)
 	}
 	if need&needRuns != 0 {
 		for _, r := range []struct{ ph, user string }{{"@run", "u1"}, {"@urun", "u2"}} {
@@ -598,6 +746,18 @@ func (fg *fuzzGateway) a1State(t *testing.T) map[string]string {
 		}
 		get("sess/u1/list", base+"?limit=500", "u1")
 		get("sess/u2/list", base+"?limit=500", "u2")
+	}
+	if fg.need&needImages != 0 {
+		var images struct {
+			Data []struct {
+				ID string `json:"id"`
+			}
+		}
+		json.Unmarshal(get("images/list", "/v1/images?limit=100", ""), &images)
+		for _, img := range images.Data {
+			get("images/"+img.ID, "/v1/images/"+url.PathEscape(img.ID), "")
+			get("images/"+img.ID+"/content", "/v1/images/"+url.PathEscape(img.ID)+"/content", "")
+		}
 	}
 	if fg.need&needRuns != 0 {
 		get("runs/list", "/a1/runs?limit=500", "")
@@ -787,18 +947,19 @@ func FuzzRoutes(f *testing.F) {
 		if d := time.Since(start); d > slowAnswer {
 			t.Errorf("%s %s took %v", rt.method, target, d)
 		}
-		failed := checkAnswer(t, rt, requestHeader("u1", hdr), rec)
+		failed := checkAnswer(t, rt, requestHeader(fg.token, "u1", hdr), rec)
+		user := "u1"
+		if rt.header == "GW-User-Id" && hdr.Get("GW-User-Id") != "" {
+			user = hdr.Get("GW-User-Id")
+		}
 		after := fg.snapshot(t)
-		checkStored(t, rt.path, "u1", failed, before, after)
+		u, _ := url.Parse(target) // validTarget parsed it
+		checkStored(t, rt.method, u.Path, user, failed, before, after)
 		if n := fg.st.commits() - commits; failed && n > 0 {
 			t.Errorf("a failing request committed %d store writes", n)
 		}
 		var mutable []string
 		if rt.mutable != nil {
-			user := "u1"
-			if rt.header == "GW-User-Id" && hdr.Get("GW-User-Id") != "" {
-				user = hdr.Get("GW-User-Id")
-			}
 			mutable = rt.mutable(seg, user)
 		}
 		checkA1State(t, failed, mutable, a1Before, fg.a1State(t))
@@ -873,9 +1034,9 @@ func FuzzC1ChatStored(f *testing.F) {
 		if d := time.Since(start); d > slowAnswer {
 			t.Errorf("POST /c1/chat took %v", d)
 		}
-		failed := checkAnswer(t, rt, requestHeader(user, hdr), rec)
+		failed := checkAnswer(t, rt, requestHeader(fg.token, user, hdr), rec)
 		after := fg.snapshot(t)
-		checkStored(t, "/c1/chat", user, failed, before, after)
+		checkStored(t, "POST", "/c1/chat", user, failed, before, after)
 		if n := fg.st.commits() - commits; failed && n > 0 {
 			t.Errorf("a failing request committed %d store writes", n)
 		}
@@ -1123,16 +1284,24 @@ func checkEnvelope(t *testing.T, rt fuzzRoute, sent http.Header, status int, ct 
 }
 
 // checkStored checks the stored conversations "keep" (of u1) and "theirs"
-// (of u2) after a request of user to path: unchanged when it failed or is not
-// a chat; when a chat succeeded, the other user's is unchanged and the
-// caller's lost nothing (its old messages are a prefix).
-func checkStored(t *testing.T, path, user string, failed bool, before, after snapshot) {
+// (of u2) after a request of user to method and path (decoded): unchanged
+// when it failed or is neither a chat nor a delete of the conversation; when
+// a chat succeeded, the other user's is unchanged and the caller's lost
+// nothing (its old messages are a prefix); when the owner's DELETE of it
+// succeeded, it is gone.
+func checkStored(t *testing.T, method, path, user string, failed bool, before, after snapshot) {
 	t.Helper()
-	for _, c := range []struct{ owner, before, after string }{
-		{"u1", before.keep, after.keep},
-		{"u2", before.theirs, after.theirs},
+	for _, c := range []struct{ id, owner, before, after string }{
+		{"keep", "u1", before.keep, after.keep},
+		{"theirs", "u2", before.theirs, after.theirs},
 	} {
-		if failed || path != "/c1/chat" || user != c.owner {
+		switch {
+		case !failed && user == c.owner && method == "DELETE" && path == "/c1/conversations/"+c.id:
+			if c.after != "" {
+				t.Errorf("conversation %s of %s still reads back after its DELETE succeeded: %s", c.id, c.owner, c.after)
+			}
+			continue
+		case failed || path != "/c1/chat" || user != c.owner:
 			if diff := cmp.Diff(c.before, c.after); diff != "" {
 				t.Errorf("stored conversation of %s changed (-before +after):\n%s", c.owner, diff)
 			}

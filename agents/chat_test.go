@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -19,7 +20,7 @@ func TestList(t *testing.T) {
 		Object string           `json:"object"`
 		Data   []map[string]any `json:"data"`
 	}
-	decode(t, e.do(t, "GET", "/a1/agents", "", ""), 200, &got)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents", "", ""), 200, &got)
 	var names []string
 	for _, d := range got.Data {
 		names = append(names, d["name"].(string))
@@ -85,10 +86,7 @@ func TestChatErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			rec := e.do(t, "POST", "/a1/agents/"+tt.agent+"/chat", "", tt.body, tt.headers...)
-			code, param := errorOf(t, rec.Body.Bytes())
-			if rec.Code != tt.status || code != tt.code || param != tt.param {
-				t.Errorf("= %d %s %q, want %d %s %q (%s)", rec.Code, code, param, tt.status, tt.code, tt.param, rec.Body)
-			}
+			testkit.Diff(t, "error", testkit.Error{Status: tt.status, Code: tt.code, Param: tt.param}, testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 			if n := len(e.up.Calls()); n != 0 {
 				t.Errorf("upstream called %d times", n)
 			}
@@ -111,9 +109,7 @@ func TestChatModelNotAllowed(t *testing.T) {
 	e := newEnv(t, nil)
 	e.tenants["t9"] = newTenant("t9", "lm-4-scout")
 	rec := e.do(t, "POST", "/a1/agents/plain/chat", "", hello, "X-Test-Tenant", "t9")
-	if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 400 || code != "model_not_in_allowlist" || param != "model" {
-		t.Errorf("= %d %s %s", rec.Code, code, param)
-	}
+	testkit.Diff(t, "error", testkit.WantError(errcat.ModelNotInAllowlist, "model"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 }
 
 func TestChatUpstreamErrors(t *testing.T) {
@@ -126,16 +122,14 @@ func TestChatUpstreamErrors(t *testing.T) {
 		{"unavailable", []reply{fail(&errcat.Error{Code: errcat.UpstreamUnavailable})}, 503, "upstream_unavailable"},
 		{"bad request", []reply{fail(&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 422, Message: "nope"})}, 422, "upstream_bad_request"},
 		{"error in tool round", []reply{toolCalls(call{"c1", "lookup", `{}`}), fail(&errcat.Error{Code: errcat.UpstreamTimeout})}, 504, "upstream_timeout"},
-		{"not JSON", []reply{func(*upstreamReq) (*upstreamResp, error) { return jsonResponse("nope"), nil }}, 502, "upstream_error"},
-		{"error object", []reply{func(*upstreamReq) (*upstreamResp, error) { return jsonResponse(`{"error":{"message":"x"}}`), nil }}, 502, "upstream_error"},
+		{"not JSON", []reply{func(*upstreamReq) (*upstreamResp, error) { return testkit.JSONAnswer("nope"), nil }}, 502, "upstream_error"},
+		{"error object", []reply{func(*upstreamReq) (*upstreamResp, error) { return testkit.JSONAnswer(`{"error":{"message":"x"}}`), nil }}, 502, "upstream_error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tt.script)
 			rec := e.do(t, "POST", "/a1/agents/helper/chat", "", hello)
-			if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != tt.status || code != tt.code {
-				t.Errorf("= %d %s, want %d %s", rec.Code, code, tt.status, tt.code)
-			}
+			testkit.Diff(t, "error", testkit.Error{Status: tt.status, Code: tt.code}, testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 		})
 	}
 }
@@ -311,7 +305,7 @@ func TestChatStream(t *testing.T) {
 					t.Errorf("call %d not streamed", i)
 				}
 			}
-			evs := parseSSE(t, rec.Body.String())
+			evs := testkit.ParseSSE(t, rec.Body.String())
 			if last := evs[len(evs)-1]; last.Data != "[DONE]" {
 				t.Errorf("last event %v", last)
 			}
@@ -321,15 +315,13 @@ func TestChatStream(t *testing.T) {
 
 func TestChatStreamToolRoundError(t *testing.T) {
 	cut := func(*upstreamReq) (*upstreamResp, error) {
-		r := sseResponse(chunk(`{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"lookup","arguments":""}}]}`, ""))
+		r := testkit.SSEAnswer(testkit.Chunk(`{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"lookup","arguments":""}}]}`, ""))
 		b := strings.TrimSuffix(readAll(t, r), "data: [DONE]\n\n")
 		return &upstreamResp{StatusCode: 200, Header: r.Header, Body: nopCloser(b)}, nil
 	}
 	e := newEnv(t, []reply{cut})
 	rec := e.do(t, "POST", "/a1/agents/helper/chat", "", `{"messages":[{"role":"user","content":"hi"}],"stream":true}`)
-	if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 502 || code != "upstream_error" {
-		t.Errorf("= %d %s", rec.Code, rec.Body)
-	}
+	testkit.Diff(t, "error", testkit.WantError(errcat.UpstreamError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 	if len(e.lookups) != 0 {
 		t.Errorf("tool ran for a cut answer")
 	}
@@ -392,12 +384,10 @@ func TestAgentCallThroughToolsExecute(t *testing.T) {
 	e := newEnv(t, []reply{text("pong")})
 	rec := e.do(t, "POST", "/v1/tools/execute", "u1", `{"name":"agent_call","arguments":{"agent":"plain","message":"ping"}}`)
 	var got map[string]any
-	decode(t, rec, 200, &got)
+	testkit.Decode(t, rec, 200, &got)
 	if diff := cmp.Diff(map[string]any{"agent": "plain", "reply": "pong"}, got); diff != "" {
 		t.Errorf("result mismatch (-want +got):\n%s", diff)
 	}
 	rec = e.do(t, "POST", "/v1/tools/execute", "u1", `{"name":"agent_call","arguments":{"agent":"plain","message":"ping"}}`, "X-Test-Deny", "agents:write")
-	if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 403 || code != "forbidden" {
-		t.Errorf("without agents:write = %d %s", rec.Code, rec.Body)
-	}
+	testkit.Diff(t, "without agents:write: error", testkit.WantError(errcat.Forbidden, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -34,7 +35,7 @@ func chatty(t *testing.T, rest ...reply) (*env, session) {
 func TestCompact(t *testing.T) {
 	e, s := chatty(t, text("  They said one and two.  "), text("r4"), text("Rolled up."))
 	var succ session
-	decode(t, e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", ""), 200, &succ)
+	testkit.Decode(t, e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", ""), 200, &succ)
 	if succ.ID == s.ID || succ.Status != "live" || succ.CompactKeepLastN != 2 || succ.SuccessorSessionID != nil ||
 		succ.PredecessorSessionID == nil || *succ.PredecessorSessionID != s.ID {
 		t.Errorf("successor %+v", succ)
@@ -58,14 +59,12 @@ func TestCompact(t *testing.T) {
 	}
 	// The archived session is read-only.
 	rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/messages", "u1", `{"message":"four"}`)
-	if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 409 || code != "session_compact_conflict" || param != "session_id" ||
-		!strings.Contains(rec.Body.String(), `"successor_session_id":"`+succ.ID+`"`) {
-		t.Errorf("write to archived = %d %s", rec.Code, rec.Body)
+	testkit.Diff(t, "write to archived: error", testkit.WantError(errcat.SessionCompactConflict, "session_id"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+	if !strings.Contains(rec.Body.String(), `"successor_session_id":"`+succ.ID+`"`) {
+		t.Errorf("write to archived does not name the successor: %s", rec.Body)
 	}
 	rec = e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", "")
-	if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 409 || code != "session_compact_conflict" {
-		t.Errorf("compact archived = %d %s", rec.Code, rec.Body)
-	}
+	testkit.Diff(t, "compact archived: error", testkit.WantError(errcat.SessionCompactConflict, "session_id"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 	// The successor goes on with the summary first.
 	e.say(t, "plain", "u1", succ.ID, "four")
 	want := []string{"system: You talk.", "system: Summary of the earlier conversation:\nThey said one and two.", "user: three", "assistant: r3", "user: four"}
@@ -75,7 +74,7 @@ func TestCompact(t *testing.T) {
 	// Compacting the successor rolls the earlier summary in, and the lineage
 	// is the same from every session of the chain.
 	var third session
-	decode(t, e.do(t, "POST", "/a1/agents/plain/sessions/"+succ.ID+"/compact", "u1", ""), 200, &third)
+	testkit.Decode(t, e.do(t, "POST", "/a1/agents/plain/sessions/"+succ.ID+"/compact", "u1", ""), 200, &third)
 	if m := e.up.messages(t, 5); !strings.Contains(m[1], "Earlier summary:\nThey said one and two.") {
 		t.Errorf("second summary call %q", m)
 	}
@@ -84,7 +83,7 @@ func TestCompact(t *testing.T) {
 	}
 	for _, id := range []string{s.ID, succ.ID, third.ID} {
 		var l lineage
-		decode(t, e.do(t, "GET", "/a1/agents/plain/sessions/"+id+"/lineage", "u1", ""), 200, &l)
+		testkit.Decode(t, e.do(t, "GET", "/a1/agents/plain/sessions/"+id+"/lineage", "u1", ""), 200, &l)
 		var got []string
 		for _, x := range l.Sessions {
 			next := "null"
@@ -99,7 +98,7 @@ func TestCompact(t *testing.T) {
 		}
 	}
 	var l sessionList
-	decode(t, e.do(t, "GET", "/a1/agents/plain/sessions", "u1", ""), 200, &l)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/plain/sessions", "u1", ""), 200, &l)
 	if len(l.Data) != 3 || l.Data[0].ID != third.ID {
 		t.Errorf("list %+v", l.Data)
 	}
@@ -110,9 +109,7 @@ func TestCompactExactlyN(t *testing.T) {
 	s := e.create(t, "plain", "u1", `{"compact_keep_last_n":2}`)
 	e.say(t, "plain", "u1", s.ID, "one")
 	rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", "")
-	if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 409 || code != "session_compact_conflict" || param != "session_id" {
-		t.Errorf("= %d %s", rec.Code, rec.Body)
-	}
+	testkit.Diff(t, "error", testkit.WantError(errcat.SessionCompactConflict, "session_id"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 	if n := len(e.up.Calls()); n != 1 {
 		t.Errorf("%d upstream calls", n)
 	}
@@ -122,9 +119,7 @@ func TestCompactFailureChangesNothing(t *testing.T) {
 	t.Run("upstream", func(t *testing.T) {
 		e, s := chatty(t, fail(&errcat.Error{Code: errcat.UpstreamUnavailable}))
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", "")
-		if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 503 || code != "upstream_unavailable" {
-			t.Errorf("= %d %s", rec.Code, rec.Body)
-		}
+		testkit.Diff(t, "error", testkit.WantError(errcat.UpstreamUnavailable, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 		assertUnchanged(t, e, s)
 	})
 	t.Run("storage", func(t *testing.T) {
@@ -136,9 +131,7 @@ func TestCompactFailureChangesNothing(t *testing.T) {
 			return errors.New("disk full")
 		})
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", "")
-		if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 500 || code != "storage_error" {
-			t.Errorf("= %d %s", rec.Code, rec.Body)
-		}
+		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 		e.st.FailWith(nil)
 		assertUnchanged(t, e, s)
 	})
@@ -153,12 +146,12 @@ func assertUnchanged(t *testing.T, e *env, s session) {
 		t.Errorf("session changed: %+v", got)
 	}
 	var l sessionList
-	decode(t, e.do(t, "GET", "/a1/agents/plain/sessions", "u1", ""), 200, &l)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/plain/sessions", "u1", ""), 200, &l)
 	if len(l.Data) != 1 {
 		t.Errorf("sessions %+v", l.Data)
 	}
 	var lin lineage
-	decode(t, e.do(t, "GET", "/a1/agents/plain/sessions/"+s.ID+"/lineage", "u1", ""), 200, &lin)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/plain/sessions/"+s.ID+"/lineage", "u1", ""), 200, &lin)
 	if len(lin.Sessions) != 1 {
 		t.Errorf("lineage %+v", lin)
 	}

@@ -15,12 +15,11 @@ import (
 	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/tools"
 	"github.com/chatgw/gateway/upstream"
-	"github.com/julienschmidt/httprouter"
 )
 
 // reply answers one upstream call.
@@ -92,14 +91,14 @@ func text(content string) reply {
 	return func(req *upstream.Request) (*upstream.Response, error) {
 		if req.Stream {
 			half := len(content) / 2
-			return sseResponse(
-				chunk(`{"role":"assistant","content":""}`, ""),
-				chunk(fmt.Sprintf(`{"content":%q}`, content[:half]), ""),
-				chunk(fmt.Sprintf(`{"content":%q}`, content[half:]), ""),
-				chunk(`{}`, "stop"),
+			return testkit.SSEAnswer(
+				testkit.Chunk(`{"role":"assistant","content":""}`, ""),
+				testkit.Chunk(fmt.Sprintf(`{"content":%q}`, content[:half]), ""),
+				testkit.Chunk(fmt.Sprintf(`{"content":%q}`, content[half:]), ""),
+				testkit.Chunk(`{}`, "stop"),
 			), nil
 		}
-		return jsonResponse(completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, content), "stop")), nil
+		return testkit.JSONAnswer(testkit.Completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, content), "stop")), nil
 	}
 }
 
@@ -110,61 +109,26 @@ type call struct{ id, name, args string }
 func toolCalls(calls ...call) reply {
 	return func(req *upstream.Request) (*upstream.Response, error) {
 		if req.Stream {
-			chunks := []string{chunk(`{"role":"assistant","content":null}`, "")}
+			chunks := []string{testkit.Chunk(`{"role":"assistant","content":null}`, "")}
 			for i, c := range calls {
 				chunks = append(chunks,
-					chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]}`, i, c.id, c.name), ""),
-					chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":%q}}]}`, i, c.args), ""))
+					testkit.Chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]}`, i, c.id, c.name), ""),
+					testkit.Chunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":%q}}]}`, i, c.args), ""))
 			}
-			chunks = append(chunks, chunk(`{}`, "tool_calls"))
-			return sseResponse(chunks...), nil
+			chunks = append(chunks, testkit.Chunk(`{}`, "tool_calls"))
+			return testkit.SSEAnswer(chunks...), nil
 		}
 		var tcs []string
 		for _, c := range calls {
 			tcs = append(tcs, fmt.Sprintf(`{"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}`, c.id, c.name, c.args))
 		}
-		return jsonResponse(completion(`{"role":"assistant","content":null,"tool_calls":[`+strings.Join(tcs, ",")+`]}`, "tool_calls")), nil
+		return testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":null,"tool_calls":[`+strings.Join(tcs, ",")+`]}`, "tool_calls")), nil
 	}
 }
 
 // fail answers err.
 func fail(err error) reply {
 	return func(*upstream.Request) (*upstream.Response, error) { return nil, err }
-}
-
-func chunk(delta, finish string) string {
-	fr := "null"
-	if finish != "" {
-		fr = fmt.Sprintf("%q", finish)
-	}
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"lm","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`, delta, fr)
-}
-
-func completion(message, finish string) string {
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"lm","choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, message, finish)
-}
-
-func sseResponse(chunks ...string) *upstream.Response {
-	var b strings.Builder
-	for _, c := range chunks {
-		b.WriteString("data: " + c + "\n\n")
-	}
-	b.WriteString("data: [DONE]\n\n")
-	return &upstream.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"text/event-stream"}},
-		Body:       io.NopCloser(strings.NewReader(b.String())),
-		Provider:   "local",
-	}
-}
-
-func jsonResponse(body string) *upstream.Response {
-	return &upstream.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"application/json"}},
-		Body:       io.NopCloser(strings.NewReader(body)),
-		Provider:   "local",
-	}
 }
 
 func testCatalog() *upstream.Catalog {
@@ -263,25 +227,18 @@ func newEnv(t *testing.T, script []reply, opts ...envOption) *env {
 	if err := e.reg.Register(e.svc.CallTool()); err != nil {
 		t.Fatal(err)
 	}
-	r := httprouter.New()
-	for _, rt := range []struct {
-		method, path string
-		h            http.HandlerFunc
-	}{
-		{"GET", "/a1/agents", e.svc.List},
-		{"POST", "/a1/agents/:name/chat", e.svc.Chat},
-		{"POST", "/a1/agents/:name/sessions", e.svc.CreateSession},
-		{"GET", "/a1/agents/:name/sessions", e.svc.ListSessions},
-		{"GET", "/a1/agents/:name/sessions/:sid", e.svc.GetSession},
-		{"POST", "/a1/agents/:name/sessions/:sid/messages", e.svc.PostMessage},
-		{"POST", "/a1/agents/:name/sessions/:sid/compact", e.svc.Compact},
-		{"GET", "/a1/agents/:name/sessions/:sid/lineage", e.svc.Lineage},
-		{"POST", "/v1/tools/execute", e.reg.Execute},
-		{"PUT", "/v1/tenant/config", tenantconfig.NewService(e.st, testCatalog()).Put},
-	} {
-		r.Handler(rt.method, rt.path, e.withPrincipal(rt.h))
-	}
-	e.h = r
+	e.h = e.withPrincipal(testkit.Router(t, map[string]http.HandlerFunc{
+		"GET /a1/agents":                               e.svc.List,
+		"POST /a1/agents/:name/chat":                   e.svc.Chat,
+		"POST /a1/agents/:name/sessions":               e.svc.CreateSession,
+		"GET /a1/agents/:name/sessions":                e.svc.ListSessions,
+		"GET /a1/agents/:name/sessions/:sid":           e.svc.GetSession,
+		"POST /a1/agents/:name/sessions/:sid/messages": e.svc.PostMessage,
+		"POST /a1/agents/:name/sessions/:sid/compact":  e.svc.Compact,
+		"GET /a1/agents/:name/sessions/:sid/lineage":   e.svc.Lineage,
+		"POST /v1/tools/execute":                       e.reg.Execute,
+		"PUT /v1/tenant/config":                        tenantconfig.NewService(e.st, testCatalog()).Put,
+	}))
 	return e
 }
 
@@ -307,86 +264,28 @@ func (e *env) withPrincipal(h http.Handler) http.Handler {
 	})
 }
 
-// do sends a request as user (no GW-User-Id when ""), with header pairs.
+// do sends a request as user (no GW-User-Id when ""), with header pairs;
+// body "" sends none.
 func (e *env) do(t *testing.T, method, path, user, body string, headers ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	var rd io.Reader
+	q := testkit.Request{Method: method, Target: path, User: user, Header: http.Header{}}
 	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	if user != "" {
-		req.Header.Set(httpx.HeaderUserID, user)
+		q.Body = body
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		q.Header.Set(headers[i], headers[i+1])
 	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return rec
-}
-
-// decode decodes a 2xx JSON answer into v.
-func decode(t *testing.T, rec *httptest.ResponseRecorder, status int, v any) {
-	t.Helper()
-	if rec.Code != status {
-		t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
-		t.Fatalf("body %s: %v", rec.Body, err)
-	}
-}
-
-func errorOf(t *testing.T, body []byte) (code, param string) {
-	t.Helper()
-	var env struct {
-		Error struct {
-			Code  string  `json:"code"`
-			Param *string `json:"param"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(body, &env); err != nil {
-		t.Fatalf("error body %q: %v", body, err)
-	}
-	if env.Error.Param != nil {
-		param = *env.Error.Param
-	}
-	return env.Error.Code, param
-}
-
-// sseEvent is one event of a recorded stream.
-type sseEvent struct {
-	Name, Data string
-}
-
-func parseSSE(t *testing.T, body string) []sseEvent {
-	t.Helper()
-	var evs []sseEvent
-	for _, block := range strings.Split(strings.TrimSpace(body), "\n\n") {
-		var ev sseEvent
-		for _, line := range strings.Split(block, "\n") {
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev.Name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.Data += strings.TrimPrefix(line, "data: ")
-			}
-		}
-		if ev.Name != "" || ev.Data != "" {
-			evs = append(evs, ev)
-		}
-	}
-	return evs
+	return testkit.Serve(t, e.h, q)
 }
 
 // streamText joins the content deltas of a recorded stream and lists its
 // notice codes and whether it ended with [DONE].
 func streamText(t *testing.T, body string) (text string, notices []string, done bool) {
 	t.Helper()
-	for _, ev := range parseSSE(t, body) {
+	evs := testkit.ParseSSE(t, body)
+	for _, ev := range evs {
 		switch {
-		case ev.Name == "gw.notice":
+		case ev.Type == "gw.notice":
 			var n struct {
 				Notice struct {
 					Code string `json:"code"`
@@ -396,21 +295,9 @@ func streamText(t *testing.T, body string) (text string, notices []string, done 
 			notices = append(notices, n.Notice.Code)
 		case ev.Data == "[DONE]":
 			done = true
-		case ev.Name == "":
-			var c struct {
-				Choices []struct {
-					Delta struct {
-						Content string `json:"content"`
-					} `json:"delta"`
-				} `json:"choices"`
-			}
-			_ = json.Unmarshal([]byte(ev.Data), &c)
-			for _, ch := range c.Choices {
-				text += ch.Delta.Content
-			}
 		}
 	}
-	return text, notices, done
+	return testkit.Content(t, evs), notices, done
 }
 
 // replyText returns the content of a JSON chat completion.

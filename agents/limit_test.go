@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/agents"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 )
 
 func withMaxResponseBytes(n int64) envOption {
@@ -29,8 +31,9 @@ func TestOversizedAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.script, withMaxResponseBytes(1000))
 			rec := e.do(t, "POST", "/a1/agents/helper/chat", "", tc.body)
-			if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 502 || code != "upstream_error" || !strings.Contains(rec.Body.String(), "larger than 1000 bytes") {
-				t.Errorf("= %d %s, want 502 upstream_error naming the limit", rec.Code, rec.Body)
+			testkit.Diff(t, "error", testkit.WantError(errcat.UpstreamError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+			if !strings.Contains(rec.Body.String(), "larger than 1000 bytes") {
+				t.Errorf("error does not name the limit: %s", rec.Body)
 			}
 		})
 	}

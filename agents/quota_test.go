@@ -12,6 +12,7 @@ import (
 	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
@@ -89,7 +90,7 @@ func withUsage(r reply, total int) reply {
 
 // cutStream answers a stream of content that ends without usage or [DONE].
 func cutStream(*upstream.Request) (*upstream.Response, error) {
-	r := sseResponse(chunk(`{"role":"assistant","content":"half"}`, ""))
+	r := testkit.SSEAnswer(testkit.Chunk(`{"role":"assistant","content":"half"}`, ""))
 	b, _ := io.ReadAll(r.Body)
 	r.Body = nopCloser(strings.TrimSuffix(string(b), "data: [DONE]\n\n"))
 	return r, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -41,7 +42,7 @@ type sessionList struct {
 func (e *env) create(t *testing.T, agent, user, body string, headers ...string) session {
 	t.Helper()
 	var s session
-	decode(t, e.do(t, "POST", "/a1/agents/"+agent+"/sessions", user, body, headers...), 201, &s)
+	testkit.Decode(t, e.do(t, "POST", "/a1/agents/"+agent+"/sessions", user, body, headers...), 201, &s)
 	e.clock.Advance(time.Second)
 	return s
 }
@@ -60,7 +61,7 @@ func (e *env) say(t *testing.T, agent, user, sid, message string) string {
 func (e *env) get(t *testing.T, agent, user, sid string, headers ...string) session {
 	t.Helper()
 	var s session
-	decode(t, e.do(t, "GET", "/a1/agents/"+agent+"/sessions/"+sid, user, "", headers...), 200, &s)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/"+agent+"/sessions/"+sid, user, "", headers...), 200, &s)
 	return s
 }
 
@@ -143,10 +144,7 @@ func TestSessionErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.do(t, tt.method, tt.path, tt.user, tt.body, tt.headers...)
-			code, param := errorOf(t, rec.Body.Bytes())
-			if rec.Code != tt.status || code != tt.code || param != tt.param {
-				t.Errorf("= %d %s %q, want %d %s %q (%s)", rec.Code, code, param, tt.status, tt.code, tt.param, rec.Body)
-			}
+			testkit.Diff(t, "error", testkit.Error{Status: tt.status, Code: tt.code, Param: tt.param}, testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 		})
 	}
 	if n := len(e.up.Calls()); n != 0 {
@@ -172,26 +170,26 @@ func TestListSessions(t *testing.T) {
 		return out
 	}
 	var l sessionList
-	decode(t, e.do(t, "GET", "/a1/agents/helper/sessions", "u1", ""), 200, &l)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/helper/sessions", "u1", ""), 200, &l)
 	if diff := cmp.Diff([]string{b.ID, a.ID}, ids(l)); diff != "" {
 		t.Errorf("u1 mismatch (-want +got):\n%s", diff)
 	}
 	if l.Object != "list" || l.Limit != 50 || l.Offset != 0 || l.HasMore {
 		t.Errorf("wrapper %+v", l)
 	}
-	decode(t, e.do(t, "GET", "/a1/agents/helper/sessions?limit=1", "u1", ""), 200, &l)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/helper/sessions?limit=1", "u1", ""), 200, &l)
 	if diff := cmp.Diff([]string{b.ID}, ids(l)); diff != "" || !l.HasMore {
 		t.Errorf("page 1 has_more %v mismatch (-want +got):\n%s", l.HasMore, diff)
 	}
-	decode(t, e.do(t, "GET", "/a1/agents/helper/sessions?limit=1&offset=1", "u1", ""), 200, &l)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/helper/sessions?limit=1&offset=1", "u1", ""), 200, &l)
 	if diff := cmp.Diff([]string{a.ID}, ids(l)); diff != "" || l.HasMore {
 		t.Errorf("page 2 has_more %v mismatch (-want +got):\n%s", l.HasMore, diff)
 	}
-	decode(t, e.do(t, "GET", "/a1/agents/helper/sessions", "", "", "X-Test-Role", auth.RoleTenantAdmin), 200, &l)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/helper/sessions", "", "", "X-Test-Role", auth.RoleTenantAdmin), 200, &l)
 	if diff := cmp.Diff([]string{c.ID, b.ID, a.ID}, ids(l)); diff != "" {
 		t.Errorf("admin view mismatch (-want +got):\n%s", diff)
 	}
-	decode(t, e.do(t, "GET", "/a1/agents/helper/sessions", "u2", "", "X-Test-Role", auth.RoleTenantAdmin), 200, &l)
+	testkit.Decode(t, e.do(t, "GET", "/a1/agents/helper/sessions", "u2", "", "X-Test-Role", auth.RoleTenantAdmin), 200, &l)
 	if diff := cmp.Diff([]string{c.ID}, ids(l)); diff != "" {
 		t.Errorf("admin with user mismatch (-want +got):\n%s", diff)
 	}
@@ -245,9 +243,7 @@ func TestFailedTurnStoresNothing(t *testing.T) {
 		e := newEnv(t, []reply{fail(&errcat.Error{Code: errcat.UpstreamError})})
 		s := e.create(t, "plain", "u1", "")
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/messages", "u1", `{"message":"hi"}`)
-		if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 502 || code != "upstream_error" {
-			t.Errorf("= %d %s", rec.Code, rec.Body)
-		}
+		testkit.Diff(t, "error", testkit.WantError(errcat.UpstreamError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 		if got := e.get(t, "plain", "u1", s.ID); len(got.Messages) != 0 {
 			t.Errorf("stored %v", got.Messages)
 		}
@@ -262,9 +258,7 @@ func TestFailedTurnStoresNothing(t *testing.T) {
 			return errors.New("disk full")
 		})
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/messages", "u1", `{"message":"hi"}`)
-		if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 500 || code != "storage_error" {
-			t.Errorf("= %d %s", rec.Code, rec.Body)
-		}
+		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 		e.st.FailWith(nil)
 		if got := e.get(t, "plain", "u1", s.ID); len(got.Messages) != 0 {
 			t.Errorf("stored %v", got.Messages)
@@ -280,8 +274,8 @@ func TestFailedTurnStoresNothing(t *testing.T) {
 			return errors.New("disk full")
 		})
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/messages", "u1", `{"message":"hi","stream":true}`)
-		evs := parseSSE(t, rec.Body.String())
-		if last := evs[len(evs)-1]; last.Name != "gw.error" || !strings.Contains(last.Data, "storage_error") {
+		evs := testkit.ParseSSE(t, rec.Body.String())
+		if last := evs[len(evs)-1]; last.Type != "gw.error" || !strings.Contains(last.Data, "storage_error") {
 			t.Errorf("last event %v", last)
 		}
 		e.st.FailWith(nil)
@@ -293,11 +287,9 @@ func TestFailedTurnStoresNothing(t *testing.T) {
 		e := newEnv(t, nil)
 		e.st.FailNext(errors.New("disk full")) // tenant config read
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions", "u1", "")
-		if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 500 || code != "storage_error" {
-			t.Errorf("= %d %s", rec.Code, rec.Body)
-		}
+		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 		var l sessionList
-		decode(t, e.do(t, "GET", "/a1/agents/plain/sessions", "u1", ""), 200, &l)
+		testkit.Decode(t, e.do(t, "GET", "/a1/agents/plain/sessions", "u1", ""), 200, &l)
 		if len(l.Data) != 0 {
 			t.Errorf("sessions %v", l.Data)
 		}
@@ -306,8 +298,6 @@ func TestFailedTurnStoresNothing(t *testing.T) {
 		e := newEnv(t, nil)
 		e.st.FailNext(errors.New("disk gone"))
 		rec := e.do(t, "GET", "/a1/agents/plain/sessions", "u1", "")
-		if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 500 || code != "storage_error" {
-			t.Errorf("= %d %s", rec.Code, rec.Body)
-		}
+		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -81,9 +83,7 @@ func TestFieldRules(t *testing.T) {
 			if rec.Code != tc.status {
 				t.Fatalf("status = %d; want %d: %s", rec.Code, tc.status, rec.Body)
 			}
-			if code, param := errorOf(t, rec.Body.Bytes()); code != tc.code || param != tc.param {
-				t.Errorf("error = %s %q; want %s %q", code, param, tc.code, tc.param)
-			}
+			testkit.Diff(t, "error", testkit.Error{Status: tc.status, Code: tc.code, Param: tc.param}, testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
@@ -200,9 +200,7 @@ func TestConversationID(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			rec := e.post(t, "alice", `{"message":"hi"}`, tc.header, tc.id)
-			if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 400 || code != "invalid_field" || param != tc.param {
-				t.Errorf("= %d %s %s; want 400 invalid_field %s", rec.Code, code, param, tc.param)
-			}
+			testkit.Diff(t, "error", testkit.WantError(errcat.InvalidField, tc.param), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 			if e.history(t, "t1", "alice", tc.id) != nil {
 				t.Errorf("conversation %q stored", tc.id)
 			}
@@ -212,17 +210,13 @@ func TestConversationID(t *testing.T) {
 		t.Run("body id "+strconv.Quote(id), func(t *testing.T) {
 			e := newEnv(t)
 			rec := e.post(t, "alice", `{"message":"hi","conversation_id":"`+id+`"}`)
-			if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 400 || code != "invalid_field" || param != "body.conversation_id" {
-				t.Errorf("= %d %s %s; want 400 invalid_field body.conversation_id", rec.Code, code, param)
-			}
+			testkit.Diff(t, "error", testkit.WantError(errcat.InvalidField, "body.conversation_id"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 		})
 	}
 	t.Run("headers differ", func(t *testing.T) {
 		e := newEnv(t)
 		rec := e.post(t, "alice", `{"message":"hi"}`, "gw-conversation-id", "a", "x-conversation-id", "b")
-		if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 400 || code != "invalid_field" || param != "headers.x-conversation-id" {
-			t.Errorf("= %d %s %s; want 400 invalid_field headers.x-conversation-id", rec.Code, code, param)
-		}
+		testkit.Diff(t, "error", testkit.WantError(errcat.InvalidField, "headers.x-conversation-id"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 	})
 }
 
@@ -320,8 +314,8 @@ func TestKeepLastTurns(t *testing.T) {
 			}
 			var notices []string
 			if tc.stream {
-				for _, ev := range parseSSE(t, rec.Body.String()) {
-					if ev.Name == "gw.notice" {
+				for _, ev := range testkit.ParseSSE(t, rec.Body.String()) {
+					if ev.Type == "gw.notice" {
 						var n struct {
 							ID      string                `json:"id"`
 							Choices []any                 `json:"choices"`
@@ -375,9 +369,7 @@ func TestIsolation(t *testing.T) {
 	calls := len(e.up.Calls())
 
 	rec := e.post(t, "bob", `{"conversation_id":"c1","message":"hi"}`)
-	if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 404 || code != "conversation_not_found" || param != "conversation_id" {
-		t.Errorf("bob on alice's conversation = %d %s %s; want 404 conversation_not_found conversation_id", rec.Code, code, param)
-	}
+	testkit.Diff(t, "bob on alice's conversation: error", testkit.WantError(errcat.ConversationNotFound, "conversation_id"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 	if strings.Contains(rec.Body.String(), "secret") {
 		t.Errorf("404 leaks: %s", rec.Body)
 	}
@@ -435,15 +427,11 @@ func TestInject(t *testing.T) {
 func TestInjectError(t *testing.T) {
 	e := newEnv(t, withInject(func(string, string) (string, error) { return "", errors.New("disk") }))
 	rec := e.post(t, "alice", `{"message":"hi"}`)
-	if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 500 || code != "internal_error" {
-		t.Errorf("= %d %s; want 500 internal_error", rec.Code, code)
-	}
+	testkit.Diff(t, "error", testkit.WantError(errcat.InternalError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 }
 
 func TestMissingUser(t *testing.T) {
 	e := newEnv(t)
 	rec := e.post(t, "", `{"message":"hi"}`)
-	if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 400 || code != "missing_field" || param != "headers.gw-user-id" {
-		t.Errorf("= %d %s %s; want 400 missing_field headers.gw-user-id", rec.Code, code, param)
-	}
+	testkit.Diff(t, "error", testkit.WantError(errcat.MissingField, "headers.gw-user-id"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 }

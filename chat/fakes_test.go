@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,12 +14,11 @@ import (
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
-	"github.com/julienschmidt/httprouter"
 )
 
 // The conversation family's service is the History of these tests, as the root
@@ -75,49 +72,14 @@ func (f *fakeUpstream) lastBody(t *testing.T) map[string]any {
 func textReply(n int, req *upstream.Request) (*upstream.Response, error) {
 	text := fmt.Sprint("reply ", n)
 	if req.Stream {
-		return sseResponse(
-			chunk(`{"role":"assistant","content":""}`, ""),
-			chunk(fmt.Sprintf(`{"content":%q}`, text[:3]), ""),
-			chunk(fmt.Sprintf(`{"content":%q}`, text[3:]), ""),
-			chunk(`{}`, "stop"),
+		return testkit.SSEAnswer(
+			testkit.Chunk(`{"role":"assistant","content":""}`, ""),
+			testkit.Chunk(fmt.Sprintf(`{"content":%q}`, text[:3]), ""),
+			testkit.Chunk(fmt.Sprintf(`{"content":%q}`, text[3:]), ""),
+			testkit.Chunk(`{}`, "stop"),
 		), nil
 	}
-	return jsonResponse(completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, text))), nil
-}
-
-func chunk(delta, finish string) string {
-	fr := "null"
-	if finish != "" {
-		fr = fmt.Sprintf("%q", finish)
-	}
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"lm","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`, delta, fr)
-}
-
-func completion(message string) string {
-	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"lm","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, message)
-}
-
-func sseResponse(chunks ...string) *upstream.Response {
-	var b strings.Builder
-	for _, c := range chunks {
-		b.WriteString("data: " + c + "\n\n")
-	}
-	b.WriteString("data: [DONE]\n\n")
-	return &upstream.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"text/event-stream"}},
-		Body:       io.NopCloser(strings.NewReader(b.String())),
-		Provider:   "local",
-	}
-}
-
-func jsonResponse(body string) *upstream.Response {
-	return &upstream.Response{
-		StatusCode: 200,
-		Header:     http.Header{"Content-Type": {"application/json"}},
-		Body:       io.NopCloser(strings.NewReader(body)),
-		Provider:   "local",
-	}
+	return testkit.JSONAnswer(testkit.Completion(fmt.Sprintf(`{"role":"assistant","content":%q}`, text), "stop")), nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -197,10 +159,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(e, &cfg)
 	}
 	e.chat = chat.New(cfg)
-	r := httprouter.New()
-	r.Handler("POST", "/c1/chat", e.withPrincipal(http.HandlerFunc(e.chat.Chat)))
-	r.Handler("GET", "/c1/conversations/:id", e.withPrincipal(http.HandlerFunc(e.conv.GetConversation)))
-	e.h = r
+	e.h = e.withPrincipal(testkit.Router(t, map[string]http.HandlerFunc{
+		"POST /c1/chat":             e.chat.Chat,
+		"GET /c1/conversations/:id": e.conv.GetConversation,
+	}))
 	return e
 }
 
@@ -223,81 +185,27 @@ func (e *env) withPrincipal(h http.Handler) http.Handler {
 // post sends body to POST /c1/chat as user (with extra header pairs).
 func (e *env) post(t *testing.T, user, body string, headers ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest("POST", "/c1/chat", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if user != "" {
-		req.Header.Set(httpx.HeaderUserID, user)
-	}
+	h := http.Header{}
 	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+		h.Set(headers[i], headers[i+1])
 	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return rec
+	return testkit.Serve(t, e.h, testkit.Request{Method: "POST", Target: "/c1/chat", User: user, Header: h, Body: body})
 }
 
 // history returns the stored conversation as GET /c1/conversations/:id shows
 // it to user, or nil on 404.
 func (e *env) history(t *testing.T, tenant, user, id string) []any {
 	t.Helper()
-	req := httptest.NewRequest("GET", "/c1/conversations/"+id, nil)
-	req.Header.Set("X-Test-Tenant", tenant)
-	req.Header.Set(httpx.HeaderUserID, user)
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
+	rec := testkit.Serve(t, e.h, testkit.Request{Method: "GET", Target: "/c1/conversations/" + id, User: user,
+		Header: http.Header{"X-Test-Tenant": {tenant}}})
 	if rec.Code == 404 {
 		return nil
 	}
 	var body struct {
 		Messages []any `json:"messages"`
 	}
-	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
-		t.Fatalf("GET %s = %d %s", id, rec.Code, rec.Body)
-	}
+	testkit.Decode(t, rec, http.StatusOK, &body)
 	return body.Messages
-}
-
-// sseEvent is one event of a recorded stream.
-type sseEvent struct {
-	Name, Data string
-}
-
-// parseSSE splits a recorded stream into events (comments dropped).
-func parseSSE(t *testing.T, body string) []sseEvent {
-	t.Helper()
-	var evs []sseEvent
-	for _, block := range strings.Split(strings.TrimSpace(body), "\n\n") {
-		var ev sseEvent
-		for _, line := range strings.Split(block, "\n") {
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				ev.Name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.Data += strings.TrimPrefix(line, "data: ")
-			}
-		}
-		if ev.Name != "" || ev.Data != "" {
-			evs = append(evs, ev)
-		}
-	}
-	return evs
-}
-
-func errorOf(t *testing.T, body []byte) (code, param string) {
-	t.Helper()
-	var env struct {
-		Error struct {
-			Code  string  `json:"code"`
-			Param *string `json:"param"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(body, &env); err != nil {
-		t.Fatalf("error body %q: %v", body, err)
-	}
-	if env.Error.Param != nil {
-		param = *env.Error.Param
-	}
-	return env.Error.Code, param
 }
 
 func msg(role, content string) map[string]any {

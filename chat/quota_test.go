@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
@@ -85,8 +86,8 @@ func TestQuotaRequestsPerDay(t *testing.T) {
 // usageReply answers a stream that ends with a usage chunk.
 func usageReply(total int) func(int, *upstream.Request) (*upstream.Response, error) {
 	return func(n int, req *upstream.Request) (*upstream.Response, error) {
-		return sseResponse(
-			chunk(`{"role":"assistant","content":"ok"}`, "stop"),
+		return testkit.SSEAnswer(
+			testkit.Chunk(`{"role":"assistant","content":"ok"}`, "stop"),
 			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"lm","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":`+
 				strconv.Itoa(total)+`}}`,
 		), nil
@@ -97,7 +98,7 @@ func TestQuotaTokensSettle(t *testing.T) {
 	const alias = "lm-4-scout-local"
 	cutStream := func(int, *upstream.Request) (*upstream.Response, error) {
 		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
-			Body: io.NopCloser(strings.NewReader("data: " + chunk(`{"content":"half"}`, "") + "\n\n"))}, nil
+			Body: io.NopCloser(strings.NewReader("data: " + testkit.Chunk(`{"content":"half"}`, "") + "\n\n"))}, nil
 	}
 	failing := func(int, *upstream.Request) (*upstream.Response, error) {
 		return nil, errcat.New(errcat.UpstreamUnavailable, "", "No backend could be reached.")

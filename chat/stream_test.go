@@ -18,6 +18,7 @@ import (
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 )
@@ -31,13 +32,13 @@ func TestToolCallsStored(t *testing.T) {
 		name  string
 		reply *upstream.Response
 	}{
-		{"stream", sseResponse(
-			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`, ""),
-			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`, ""),
-			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, ""),
-			chunk(`{}`, "tool_calls"),
+		{"stream", testkit.SSEAnswer(
+			testkit.Chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}`, ""),
+			testkit.Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`, ""),
+			testkit.Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, ""),
+			testkit.Chunk(`{}`, "tool_calls"),
 		)},
-		{"json", jsonResponse(completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`))},
+		{"json", testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`, "stop"))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,8 +93,8 @@ func TestBackendFallbackNotice(t *testing.T) {
 			}
 			continue
 		}
-		evs := parseSSE(t, rec.Body.String())
-		if n := len(evs); n < 2 || evs[n-2].Name != "gw.notice" || !strings.Contains(evs[n-2].Data, `"code":"backend_fallback"`) || evs[n-1].Data != "[DONE]" {
+		evs := testkit.ParseSSE(t, rec.Body.String())
+		if n := len(evs); n < 2 || evs[n-2].Type != "gw.notice" || !strings.Contains(evs[n-2].Data, `"code":"backend_fallback"`) || evs[n-1].Data != "[DONE]" {
 			t.Errorf("stream does not end with gw.notice backend_fallback, [DONE]: %v", evs)
 		}
 	}
@@ -137,9 +138,7 @@ func TestAttachments(t *testing.T) {
 	}
 
 	rec := e.post(t, "alice", strings.Replace(body, `"c1"`, `"c2"`, 1), "X-Test-Consent", "on")
-	if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 409 || code != "cloud_consent_required" || param != "body.attachments" {
-		t.Errorf("without consent = %d %s %s; want 409 cloud_consent_required body.attachments", rec.Code, code, param)
-	}
+	testkit.Diff(t, "without consent: error", testkit.WantError(errcat.CloudConsentRequired, "body.attachments"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 	// A ;persist grant holds for the tenant's later requests.
 	hash := "sha256:" + fmt.Sprintf("%x", sha256.Sum256([]byte("step 1")))
 	if rec := e.post(t, "alice", strings.Replace(body, `"c1"`, `"c3"`, 1), "X-Test-Consent", "on", "GW-Cloud-Consent", hash+";persist"); rec.Code != 200 {
@@ -149,9 +148,7 @@ func TestAttachments(t *testing.T) {
 		t.Errorf("after a persisted grant = %d %s", rec.Code, rec.Body)
 	}
 	rec = e.post(t, "alice", `{"message":"x","attachments":[{"kind":"document","doc_name":"a","content":"b","content_hash":"sha256:00"}]}`)
-	if code, param := errorOf(t, rec.Body.Bytes()); rec.Code != 400 || param != "body.attachments[0].content_hash" {
-		t.Errorf("bad hash = %d %s %s; want 400 body.attachments[0].content_hash", rec.Code, code, param)
-	}
+	testkit.Diff(t, "bad hash: error", testkit.WantError(errcat.InvalidField, "body.attachments[0].content_hash"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 }
 
 func TestUpstreamError(t *testing.T) {
@@ -160,9 +157,7 @@ func TestUpstreamError(t *testing.T) {
 		return nil, errcat.New(errcat.UpstreamUnavailable, "", "No backend could be reached.")
 	}
 	rec := e.post(t, "alice", `{"conversation_id":"c1","message":"hi"}`)
-	if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 503 || code != "upstream_unavailable" {
-		t.Errorf("= %d %s; want 503 upstream_unavailable", rec.Code, code)
-	}
+	testkit.Diff(t, "error", testkit.WantError(errcat.UpstreamUnavailable, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
 	if rec.Header().Get("x-conversation-id") != "c1" {
 		t.Errorf("error without conversation id header")
 	}
@@ -178,11 +173,11 @@ func TestStreamCutByUpstream(t *testing.T) {
 	e.post(t, "alice", `{"conversation_id":"c1","message":"one"}`)
 	e.up.reply = func(int, *upstream.Request) (*upstream.Response, error) {
 		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
-			Body: io.NopCloser(strings.NewReader("data: " + chunk(`{"content":"half"}`, "") + "\n\n"))}, nil
+			Body: io.NopCloser(strings.NewReader("data: " + testkit.Chunk(`{"content":"half"}`, "") + "\n\n"))}, nil
 	}
 	rec := e.post(t, "alice", `{"conversation_id":"c1","message":"two"}`)
-	evs := parseSSE(t, rec.Body.String())
-	if n := len(evs); n == 0 || evs[n-1].Name != "gw.error" || strings.Contains(rec.Body.String(), "[DONE]") {
+	evs := testkit.ParseSSE(t, rec.Body.String())
+	if n := len(evs); n == 0 || evs[n-1].Type != "gw.error" || strings.Contains(rec.Body.String(), "[DONE]") {
 		t.Errorf("cut stream = %v; want it to end with gw.error and no [DONE]", evs)
 	}
 	if diff := cmp.Diff([]any{msg("user", "one"), msg("assistant", "reply 1")}, e.history(t, "t1", "alice", "c1")); diff != "" {
@@ -202,9 +197,9 @@ func TestClientCancelMidStream(t *testing.T) {
 		pr, pw := io.Pipe()
 		go func() {
 			defer func() { upstreamDone <- struct{}{} }()
-			pw.Write([]byte("data: " + chunk(`{"role":"assistant","content":"partial"}`, "") + "\n\n"))
+			pw.Write([]byte("data: " + testkit.Chunk(`{"role":"assistant","content":"partial"}`, "") + "\n\n"))
 			// Never finishes: the stream stays open until the relay closes it.
-			pw.Write([]byte("data: " + chunk(`{"content":" more"}`, "") + "\n\n"))
+			pw.Write([]byte("data: " + testkit.Chunk(`{"content":" more"}`, "") + "\n\n"))
 		}()
 		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr}, nil
 	}
@@ -319,7 +314,7 @@ func TestCommitBeforeAcknowledgement(t *testing.T) {
 				t.Errorf("status %d, acknowledged %v, committed before: %v; want 200, true, true:\n%s", w.Code, w.ack, w.commitedAt, w.Body)
 			}
 			if stream == "true" {
-				evs := parseSSE(t, w.Body.String())
+				evs := testkit.ParseSSE(t, w.Body.String())
 				if n := len(evs); n < 2 || evs[n-1].Data != "[DONE]" {
 					t.Errorf("stream tail = %v; want [DONE]", evs)
 				}
@@ -340,8 +335,9 @@ func TestStorageError(t *testing.T) {
 		e := newEnv(t)
 		e.st.FailNext(errDisk)
 		rec := e.post(t, "alice", `{"conversation_id":"c1","message":"hi"}`)
-		if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 500 || code != "storage_error" || strings.Contains(rec.Body.String(), "fire") {
-			t.Errorf("= %d %s; want 500 storage_error without cause", rec.Code, rec.Body)
+		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+		if strings.Contains(rec.Body.String(), "fire") {
+			t.Errorf("storage_error shows its cause: %s", rec.Body)
 		}
 		if rec.Header().Get("gw-conversation-id") != "c1" || len(e.up.Calls()) != 0 {
 			t.Errorf("headers %v, %d upstream calls; want conversation id and none", rec.Header(), len(e.up.Calls()))
@@ -351,8 +347,8 @@ func TestStorageError(t *testing.T) {
 		e := newEnv(t)
 		e.st.FailWith(failWrites)
 		rec := e.post(t, "alice", `{"conversation_id":"c1","message":"hi","stream":false,"model":"lm-reason","max_tokens":5}`)
-		if code, _ := errorOf(t, rec.Body.Bytes()); rec.Code != 500 || code != "storage_error" {
-			t.Fatalf("= %d %s; want 500 storage_error", rec.Code, rec.Body)
+		if diff := cmp.Diff(testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes())); diff != "" {
+			t.Fatalf("error mismatch (-want +got):\n%s", diff)
 		}
 		for _, h := range []string{"Gw-Applied", "X-Rust-Api-Applied", "Gw-Notice"} {
 			if v := rec.Header().Get(h); v != "" {
@@ -376,9 +372,9 @@ func TestStorageError(t *testing.T) {
 		}
 		e.st.FailWith(failWrites)
 		rec := e.post(t, "alice", `{"conversation_id":"c1","message":"hi"}`)
-		evs := parseSSE(t, rec.Body.String())
+		evs := testkit.ParseSSE(t, rec.Body.String())
 		n := len(evs)
-		if rec.Code != 200 || n < 2 || evs[n-1].Name != "gw.error" || !strings.Contains(evs[n-1].Data, `"code":"storage_error"`) {
+		if rec.Code != 200 || n < 2 || evs[n-1].Type != "gw.error" || !strings.Contains(evs[n-1].Data, `"code":"storage_error"`) {
 			t.Fatalf("stream = %d %v; want content then gw.error storage_error", rec.Code, evs)
 		}
 		if strings.Contains(rec.Body.String(), "[DONE]") || strings.Contains(rec.Body.String(), "gw.notice") || strings.Contains(rec.Body.String(), "fire") {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
 
@@ -107,8 +108,8 @@ func TestC1Conversation(t *testing.T) {
 		if !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
 			t.Errorf("/c1/chat without stream answered %q, want SSE (spec: stream defaults to true)", r.Header.Get("Content-Type"))
 		}
-		evs := parseSSE(r.Body)
-		if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || contentOf(evs) != "reply three" {
+		evs := testkit.ParseSSE(t, string(r.Body))
+		if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || testkit.Content(t, evs) != "reply three" {
 			t.Errorf("turn 3 stream %s: want chunks of 'reply three' then [DONE]", truncate(string(r.Body), 400))
 		}
 		if got := convID(t, r); got != id {
@@ -505,8 +506,8 @@ func TestC1Features(t *testing.T) {
 		}
 		r = c1(t, g2, tokMember, "fb", map[string]any{"message": "again", "model": "lm-4-scout", "conversation_id": fid, "keep_last_turns": 0})
 		var streamed []string
-		for _, e := range parseSSE(r.Body) {
-			if e.Event == "gw.notice" {
+		for _, e := range testkit.ParseSSE(t, string(r.Body)) {
+			if e.Type == "gw.notice" {
 				var n struct {
 					GWNotice struct{ Code string } `json:"gw_notice"`
 				}
@@ -544,8 +545,8 @@ func TestC1CutStream(t *testing.T) {
 	id := convID(t, r)
 	_, before := history(t, g, tokMember, "cut", id)
 	r = c1(t, g, tokMember, "cut", map[string]any{"message": "second", "model": "lm-4-scout-local", "conversation_id": id})
-	evs := parseSSE(r.Body)
-	if r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Event != "gw.error" || strings.Contains(string(r.Body), "[DONE]") {
+	evs := testkit.ParseSSE(t, string(r.Body))
+	if r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Type != "gw.error" || strings.Contains(string(r.Body), "[DONE]") {
 		t.Errorf("%s\n  a /c1 stream cut by the upstream must end with gw.error and no [DONE] (DECISIONS 5)", r)
 	}
 	_, hist := history(t, g, tokMember, "cut", id)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
 
@@ -122,8 +123,8 @@ func TestGracefulShutdown(t *testing.T) {
 		if res.err != nil {
 			t.Fatalf("in-flight stream broken by SIGTERM: %v (DECISIONS 2: in-flight requests finish)", res.err)
 		}
-		evs := parseSSE(res.r.Body)
-		if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || contentOf(evs) != "slow stream of words" {
+		evs := testkit.ParseSSE(t, string(res.r.Body))
+		if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || testkit.Content(t, evs) != "slow stream of words" {
 			t.Errorf("in-flight stream after SIGTERM: %s, want it complete with [DONE] (DECISIONS 2)", truncate(string(res.r.Body), 300))
 		}
 		logs := g.stderr.String()
@@ -272,7 +273,7 @@ func TestDevMode(t *testing.T) {
 	sb := chatBody("lm-4-scout", "Hello stream")
 	sb["stream"] = true
 	r = g.post(t, "/v1/chat/completions", token, "", sb)
-	if evs := parseSSE(r.Body); r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || contentOf(evs) == "" {
+	if evs := testkit.ParseSSE(t, string(r.Body)); r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || testkit.Content(t, evs) == "" {
 		t.Errorf("demo stream: %s", truncate(string(r.Body), 300))
 	}
 	r = c1(t, g, token, "newcomer", map[string]any{"message": "hi", "stream": false})

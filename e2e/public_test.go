@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
 
@@ -493,8 +494,8 @@ func TestWireDetails(t *testing.T) {
 		b := chatBody("lm-4-scout", "hi")
 		b["stream"] = true
 		r = g.post(t, "/v1/chat/completions", tokMember, "", b)
-		for _, e := range parseSSE(r.Body) {
-			if e.Event == "gw.notice" {
+		for _, e := range testkit.ParseSSE(t, string(r.Body)) {
+			if e.Type == "gw.notice" {
 				t.Errorf("gw.notice sent without fallback: %s", e.Data)
 			}
 		}

@@ -7,67 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
-
-// ---- SSE ----
-
-// sseEvent is one server-sent event.
-type sseEvent struct {
-	Event string
-	Data  string
-}
-
-// parseSSE splits an SSE body into events (comments dropped).
-func parseSSE(body []byte) []sseEvent {
-	var out []sseEvent
-	text := strings.ReplaceAll(string(body), "\r\n", "\n")
-	for _, block := range strings.Split(text, "\n\n") {
-		var ev sseEvent
-		var data []string
-		has := false
-		for _, line := range strings.Split(block, "\n") {
-			switch {
-			case line == "" || strings.HasPrefix(line, ":"):
-			case strings.HasPrefix(line, "event:"):
-				ev.Event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-				has = true
-			case strings.HasPrefix(line, "data:"):
-				d := strings.TrimPrefix(line, "data:")
-				d = strings.TrimPrefix(d, " ")
-				data = append(data, d)
-				has = true
-			}
-		}
-		if has {
-			ev.Data = strings.Join(data, "\n")
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-// contentOf concatenates the delta contents of the unnamed chunk events.
-func contentOf(events []sseEvent) string {
-	var b strings.Builder
-	for _, e := range events {
-		if e.Event != "" || e.Data == "[DONE]" {
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		json.Unmarshal([]byte(e.Data), &c)
-		for _, ch := range c.Choices {
-			b.WriteString(ch.Delta.Content)
-		}
-	}
-	return b.String()
-}
 
 // checkStream checks a streamed chat answer of a fake's default reply: SSE
 // headers, OpenAI chunks (of id from, unless from is "") carrying
@@ -82,8 +24,8 @@ func checkStream(t *testing.T, r *resp, from string, notice bool) {
 	if cc := r.Header.Get("Cache-Control"); cc != "no-cache" {
 		t.Errorf("stream Cache-Control %q, want no-cache (DECISIONS 8.30)", cc)
 	}
-	evs := parseSSE(r.Body)
-	if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || evs[len(evs)-1].Event != "" {
+	evs := testkit.ParseSSE(t, string(r.Body))
+	if len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" || evs[len(evs)-1].Type != "" {
 		t.Errorf("stream does not end with data: [DONE]: %s", truncate(string(r.Body), 500))
 		return
 	}
@@ -95,7 +37,7 @@ func checkStream(t *testing.T, r *resp, from string, notice bool) {
 			t.Errorf("event %d data is not JSON: %q", i, e.Data)
 			continue
 		}
-		switch e.Event {
+		switch e.Type {
 		case "":
 			if m["object"] != "chat.completion.chunk" {
 				t.Errorf("event %d object %v, want chat.completion.chunk", i, m["object"])
@@ -115,13 +57,13 @@ func checkStream(t *testing.T, r *resp, from string, notice bool) {
 			}
 			notices = append(notices, gn)
 		default:
-			t.Errorf("unexpected event %q: %s", e.Event, e.Data)
+			t.Errorf("unexpected event %q: %s", e.Type, e.Data)
 		}
 	}
 	if from != "" && (first == nil || first["id"] != from) {
 		t.Errorf("stream chunk id %v, want %s (answered by the expected backend)", first["id"], from)
 	}
-	if got := contentOf(evs); got != upstreamtest.DefaultContent {
+	if got := testkit.Content(t, evs); got != upstreamtest.DefaultContent {
 		t.Errorf("streamed content %q, want %q", got, upstreamtest.DefaultContent)
 	}
 	fallback := false

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
 
@@ -252,13 +253,13 @@ func TestStreaming(t *testing.T) {
 		up := lastBody(t, g.Local, "/chat/completions")
 		// what the fake sends for that body, fetched directly
 		direct := doURL(t, client, "POST", g.Local.URL+"/chat/completions", "", "", mustJSON(up), nil)
-		want := parseSSE(direct.Body)
-		got := parseSSE(r.Body)
+		want := testkit.ParseSSE(t, string(direct.Body))
+		got := testkit.ParseSSE(t, string(r.Body))
 		if mustJSON(got) != mustJSON(want) {
 			t.Errorf("relayed stream differs from the upstream's:\n got %s\nwant %s (issue 3 item 3: chunks keep the OpenAI shape exactly)", mustJSON(got), mustJSON(want))
 		}
-		if contentOf(got) != "one two three four five" {
-			t.Errorf("accumulated content %q", contentOf(got))
+		if testkit.Content(t, got) != "one two three four five" {
+			t.Errorf("accumulated content %q", testkit.Content(t, got))
 		}
 		if _, ok := up["stream_options"]; !ok {
 			t.Errorf("upstream body %s lacks stream_options (DECISIONS 5: unknown fields passed through verbatim)", truncate(mustJSON(up), 300))
@@ -275,20 +276,20 @@ func TestStreaming(t *testing.T) {
 		if r.Status != 200 {
 			t.Fatalf("%s: want 200 (the stream started)", r)
 		}
-		evs := parseSSE(r.Body)
-		var errEv *sseEvent
+		evs := testkit.ParseSSE(t, string(r.Body))
+		var errEv *testkit.Event
 		for i := range evs {
 			if evs[i].Data == "[DONE]" {
 				t.Errorf("cut stream ends with data: [DONE] (DECISIONS 5: no [DONE] after gw.error)")
 			}
-			if evs[i].Event == "gw.error" {
+			if evs[i].Type == "gw.error" {
 				errEv = &evs[i]
 			}
 		}
 		if errEv == nil {
 			t.Fatalf("cut stream has no gw.error event (DECISIONS 5; issue 3 item 3): %s", r.Body)
 		}
-		if evs[len(evs)-1].Event != "gw.error" {
+		if evs[len(evs)-1].Type != "gw.error" {
 			t.Errorf("gw.error is not the last event")
 		}
 		var env struct {
@@ -352,8 +353,8 @@ func TestUpstreamTimeouts(t *testing.T) {
 		b := chatBody("lm-4-scout-local", "slow")
 		b["stream"] = true
 		r := g.post(t, "/v1/chat/completions", tokAdmin, "", b)
-		evs := parseSSE(r.Body)
-		if r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Event != "gw.error" || !strings.Contains(evs[len(evs)-1].Data, "upstream_timeout") {
+		evs := testkit.ParseSSE(t, string(r.Body))
+		if r.Status != 200 || len(evs) == 0 || evs[len(evs)-1].Type != "gw.error" || !strings.Contains(evs[len(evs)-1].Data, "upstream_timeout") {
 			t.Errorf("%s\n  want the started stream to end with gw.error upstream_timeout and no [DONE] (DECISIONS 5; spec Codes upstream_timeout)", r)
 		}
 	})
@@ -374,7 +375,7 @@ func TestUpstreamTimeouts(t *testing.T) {
 		if r.Status != 200 || !bytes.Contains(r.Body, []byte("\n:")) && !bytes.HasPrefix(r.Body, []byte(":")) {
 			t.Errorf("a 16 s upstream silence produced no SSE comment keepalive (issue 3 item 3: every 15 s): %s", truncate(string(r.Body), 400))
 		}
-		if evs := parseSSE(r.Body); len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" {
+		if evs := testkit.ParseSSE(t, string(r.Body)); len(evs) == 0 || evs[len(evs)-1].Data != "[DONE]" {
 			t.Errorf("slow stream did not complete")
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/memory"
 )
 
@@ -21,24 +22,24 @@ func TestPutEntryValidation(t *testing.T) {
 		name string
 		user string
 		body any
-		want apiErr
+		want testkit.Error
 	}{
-		{"ok", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private"}, apiErr{}},
-		{"ok public scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": "team"}, apiErr{}},
-		{"no key", "alice", map[string]any{"value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "body.key")},
-		{"null key", "alice", map[string]any{"key": nil, "value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "body.key")},
-		{"empty key", "alice", map[string]any{"key": "", "value": "v", "visibility": "private"}, wantErr(errcat.InvalidField, "body.key")},
-		{"key not string", "alice", map[string]any{"key": 3, "value": "v", "visibility": "private"}, wantErr(errcat.InvalidField, "body.key")},
-		{"no value", "alice", map[string]any{"key": "k", "visibility": "private"}, wantErr(errcat.MissingField, "body.value")},
-		{"empty value", "alice", map[string]any{"key": "k", "value": "", "visibility": "private"}, wantErr(errcat.InvalidField, "body.value")},
-		{"value not string", "alice", map[string]any{"key": "k", "value": []int{1}, "visibility": "private"}, wantErr(errcat.InvalidField, "body.value")},
-		{"no visibility", "alice", map[string]any{"key": "k", "value": "v"}, wantErr(errcat.MissingField, "body.visibility")},
-		{"bad visibility", "alice", map[string]any{"key": "k", "value": "v", "visibility": "shared"}, wantErr(errcat.InvalidField, "body.visibility")},
-		{"long scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": strings.Repeat("s", 257)}, wantErr(errcat.InvalidField, "body.scope_id")},
-		{"unknown field", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "ttl": 3}, wantErr(errcat.InvalidField, "body.ttl")},
-		{"user_id in body", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "user_id": "bob"}, wantErr(errcat.InvalidField, "body.user_id")},
-		{"not json", "alice", "{", wantErr(errcat.InvalidJSON, "")},
-		{"no user", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "headers.gw-user-id")},
+		{"ok", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private"}, testkit.Error{}},
+		{"ok public scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": "team"}, testkit.Error{}},
+		{"no key", "alice", map[string]any{"value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "body.key")},
+		{"null key", "alice", map[string]any{"key": nil, "value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "body.key")},
+		{"empty key", "alice", map[string]any{"key": "", "value": "v", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.key")},
+		{"key not string", "alice", map[string]any{"key": 3, "value": "v", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.key")},
+		{"no value", "alice", map[string]any{"key": "k", "visibility": "private"}, testkit.WantError(errcat.MissingField, "body.value")},
+		{"empty value", "alice", map[string]any{"key": "k", "value": "", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.value")},
+		{"value not string", "alice", map[string]any{"key": "k", "value": []int{1}, "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.value")},
+		{"no visibility", "alice", map[string]any{"key": "k", "value": "v"}, testkit.WantError(errcat.MissingField, "body.visibility")},
+		{"bad visibility", "alice", map[string]any{"key": "k", "value": "v", "visibility": "shared"}, testkit.WantError(errcat.InvalidField, "body.visibility")},
+		{"long scope", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "scope_id": strings.Repeat("s", 257)}, testkit.WantError(errcat.InvalidField, "body.scope_id")},
+		{"unknown field", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "ttl": 3}, testkit.WantError(errcat.InvalidField, "body.ttl")},
+		{"user_id in body", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "user_id": "bob"}, testkit.WantError(errcat.InvalidField, "body.user_id")},
+		{"not json", "alice", "{", testkit.WantError(errcat.InvalidJSON, "")},
+		{"no user", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
 	}
 	for _, tc := range tests {
 		e.failsIn(t, tc.name, req{method: "POST", path: "/v1/memory", user: tc.user, body: tc.body}, tc.want)
@@ -49,18 +50,18 @@ func TestPutEntryAnswer(t *testing.T) {
 	e := newEnv(t)
 	got := e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v1", "visibility": "private"}})
 	created := t0.Format(time.RFC3339Nano)
-	diffT(t, "first write", map[string]any{"key": "k", "value": "v1", "visibility": "private", "scope_id": "default",
+	testkit.Diff(t, "first write", map[string]any{"key": "k", "value": "v1", "visibility": "private", "scope_id": "default",
 		"created_at": created, "updated_at": created}, got)
 	e.clk.Advance(time.Minute)
 	got = e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v2", "visibility": "private"}})
-	diffT(t, "upsert", map[string]any{"key": "k", "value": "v2", "visibility": "private", "scope_id": "default",
+	testkit.Diff(t, "upsert", map[string]any{"key": "k", "value": "v2", "visibility": "private", "scope_id": "default",
 		"created_at": created, "updated_at": t0.Add(time.Minute).Format(time.RFC3339Nano)}, got)
-	diffT(t, "list", []string{"k=v2/private"}, e.list("", "alice", "visibility=private"))
+	testkit.Diff(t, "list", []string{"k=v2/private"}, e.list("", "alice", "visibility=private"))
 }
 
 // usage returns the usage answer of a bucket.
 func (e *env) usage(user, vis, scope string) map[string]any {
-	e.t.Helper()
+	e.T.Helper()
 	q := url.Values{"visibility": {vis}}
 	if scope != "" {
 		q.Set("scope_id", scope)
@@ -77,29 +78,29 @@ func TestBucketCapBoundary(t *testing.T) {
 	put := func(key, value string) req {
 		return req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": key, "value": value, "visibility": "private"}}
 	}
-	full := wantErr(errcat.MemoryBucketFull, "value")
+	full := testkit.WantError(errcat.MemoryBucketFull, "value")
 	steps := []struct {
 		name      string
 		q         req
-		want      apiErr
+		want      testkit.Error
 		wantUsage map[string]any
 		wantList  []string
 	}{
 		{"one byte over the cap in one entry", put("a", repeat(cap)), full, usageOf(0, 0), []string{}},
-		{"exactly the cap", put("a", repeat(cap-1)), apiErr{}, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
+		{"exactly the cap", put("a", repeat(cap-1)), testkit.Error{}, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
 		{"any new entry overflows", put("b", "x"), full, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
 		{"upsert that grows by one byte keeps the old value", put("a", repeat(cap)), full, usageOf(cap, 1), []string{"a=" + repeat(cap-1) + "/private"}},
-		{"upsert that shrinks", put("a", repeat(cap-11)), apiErr{}, usageOf(cap-10, 1), []string{"a=" + repeat(cap-11) + "/private"}},
-		{"new entry up to the cap again", put("b", repeat(9)), apiErr{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + repeat(9) + "/private"}},
-		{"upsert to same size", put("b", strings.Repeat("w", 9)), apiErr{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + strings.Repeat("w", 9) + "/private"}},
+		{"upsert that shrinks", put("a", repeat(cap-11)), testkit.Error{}, usageOf(cap-10, 1), []string{"a=" + repeat(cap-11) + "/private"}},
+		{"new entry up to the cap again", put("b", repeat(9)), testkit.Error{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + repeat(9) + "/private"}},
+		{"upsert to same size", put("b", strings.Repeat("w", 9)), testkit.Error{}, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + strings.Repeat("w", 9) + "/private"}},
 		{"upsert that grows", put("b", repeat(10)), full, usageOf(cap, 2), []string{"a=" + repeat(cap-11) + "/private", "b=" + strings.Repeat("w", 9) + "/private"}},
 	}
 	e := newEnv(t)
 	for _, s := range steps {
-		e.run(t, s.name, func(t *testing.T) {
+		e.Run(t, s.name, func(t *testing.T) {
 			e.fails(s.q, s.want)
-			diffT(t, "usage", s.wantUsage, e.usage("alice", "private", ""))
-			diffT(t, "entries", s.wantList, e.list("", "alice", "visibility=private"))
+			testkit.Diff(t, "usage", s.wantUsage, e.usage("alice", "private", ""))
+			testkit.Diff(t, "entries", s.wantList, e.list("", "alice", "visibility=private"))
 		})
 	}
 }
@@ -109,11 +110,11 @@ func TestBucketCapCountsUTF8Bytes(t *testing.T) {
 	// "é" is 2 bytes: key 2 + value 2*8190 + 2 = 16384.
 	v := strings.Repeat("é", 8190) + "xx"
 	e.remember("", "alice", "kk", v, "private", "")
-	diffT(t, "usage", usageOf(memory.BucketCapBytes, 1), e.usage("alice", "private", ""))
+	testkit.Diff(t, "usage", usageOf(memory.BucketCapBytes, 1), e.usage("alice", "private", ""))
 	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "kk", "value": v + "x", "visibility": "private"}},
-		wantErr(errcat.MemoryBucketFull, "value"))
+		testkit.WantError(errcat.MemoryBucketFull, "value"))
 	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "é", "visibility": "private"}},
-		wantErr(errcat.MemoryBucketFull, "value"))
+		testkit.WantError(errcat.MemoryBucketFull, "value"))
 }
 
 func TestBucketsAreSeparate(t *testing.T) {
@@ -135,30 +136,30 @@ func TestBucketsAreSeparate(t *testing.T) {
 func TestPrivateIsolation(t *testing.T) {
 	e := newEnv(t)
 	e.remember("", "alice", "secret", "42", "private", "")
-	diffT(t, "bob's private list", []string{}, e.list("", "bob", "visibility=private"))
-	diffT(t, "bob's list", []string{}, e.list("", "bob", ""))
-	diffT(t, "bob's usage", usageOf(0, 0), e.usage("bob", "private", ""))
-	diffT(t, "bob's delete", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=secret", user: "bob"}))
-	diffT(t, "alice's list", []string{"secret=42/private"}, e.list("", "alice", "visibility=private"))
+	testkit.Diff(t, "bob's private list", []string{}, e.list("", "bob", "visibility=private"))
+	testkit.Diff(t, "bob's list", []string{}, e.list("", "bob", ""))
+	testkit.Diff(t, "bob's usage", usageOf(0, 0), e.usage("bob", "private", ""))
+	testkit.Diff(t, "bob's delete", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=secret", user: "bob"}))
+	testkit.Diff(t, "alice's list", []string{"secret=42/private"}, e.list("", "alice", "visibility=private"))
 }
 
 func TestPublicSharingAndTenantIsolation(t *testing.T) {
 	e := newEnv(t)
 	e.remember("", "alice", "wifi", "guest", "public", "office")
-	diffT(t, "bob in the scope", []string{"wifi=guest/public"},
+	testkit.Diff(t, "bob in the scope", []string{"wifi=guest/public"},
 		e.list("", "bob", "visibility=public&scope_id=office"))
-	diffT(t, "bob in the default scope", []string{},
+	testkit.Diff(t, "bob in the default scope", []string{},
 		e.list("", "bob", "visibility=public"))
-	diffT(t, "other tenant", []string{},
+	testkit.Diff(t, "other tenant", []string{},
 		e.list("other", "alice", "visibility=public&scope_id=office"))
-	diffT(t, "other tenant's delete", map[string]any{"deleted": false},
+	testkit.Diff(t, "other tenant's delete", map[string]any{"deleted": false},
 		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "alice", tenant: "other"}))
-	diffT(t, "bob's usage", usageOf(len("wifi")+len("guest"), 1), e.usage("bob", "public", "office"))
-	diffT(t, "bob deletes", map[string]any{"deleted": true},
+	testkit.Diff(t, "bob's usage", usageOf(len("wifi")+len("guest"), 1), e.usage("bob", "public", "office"))
+	testkit.Diff(t, "bob deletes", map[string]any{"deleted": true},
 		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "bob"}))
-	diffT(t, "alice after the delete", []string{},
+	testkit.Diff(t, "alice after the delete", []string{},
 		e.list("", "alice", "visibility=public&scope_id=office"))
-	diffT(t, "usage after the delete", usageOf(0, 0), e.usage("alice", "public", "office"))
+	testkit.Diff(t, "usage after the delete", usageOf(0, 0), e.usage("alice", "public", "office"))
 }
 
 func TestListWithoutVisibility(t *testing.T) {
@@ -168,9 +169,9 @@ func TestListWithoutVisibility(t *testing.T) {
 	e.remember("", "alice", "a", "3", "private", "")
 	e.remember("", "alice", "a", "4", "public", "")
 	e.remember("", "alice", "c", "5", "private", "other")
-	diffT(t, "list", []string{"a=3/private", "z=1/private", "a=4/public", "b=2/public"},
+	testkit.Diff(t, "list", []string{"a=3/private", "z=1/private", "a=4/public", "b=2/public"},
 		e.list("", "alice", ""))
-	diffT(t, "list of scope other", []string{"c=5/private"},
+	testkit.Diff(t, "list of scope other", []string{"c=5/private"},
 		e.list("", "alice", "scope_id=other"))
 }
 
@@ -179,21 +180,21 @@ func TestQueryValidation(t *testing.T) {
 	tests := []struct {
 		method, path string
 		user         string
-		want         apiErr
+		want         testkit.Error
 	}{
-		{"GET", "/v1/memory?visibility=team", "alice", wantErr(errcat.InvalidField, "query.visibility")},
-		{"GET", "/v1/memory?scope_id=" + strings.Repeat("s", 257), "alice", wantErr(errcat.InvalidField, "query.scope_id")},
-		{"GET", "/v1/memory", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"GET", "/v1/memory/usage", "alice", wantErr(errcat.MissingField, "query.visibility")},
-		{"GET", "/v1/memory/usage?visibility=", "alice", wantErr(errcat.MissingField, "query.visibility")},
-		{"GET", "/v1/memory/usage?visibility=all", "alice", wantErr(errcat.InvalidField, "query.visibility")},
-		{"GET", "/v1/memory/usage?visibility=private", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"DELETE", "/v1/memory?key=k", "alice", wantErr(errcat.MissingField, "query.visibility")},
-		{"DELETE", "/v1/memory?visibility=private", "alice", wantErr(errcat.MissingField, "query.key")},
-		{"DELETE", "/v1/memory?visibility=private&key=", "alice", wantErr(errcat.InvalidField, "query.key")},
-		{"DELETE", "/v1/memory?visibility=x&key=k", "alice", wantErr(errcat.InvalidField, "query.visibility")},
-		{"DELETE", "/v1/memory?visibility=private&key=k", "", wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"DELETE", "/v1/memory?visibility=private&key=k", "alice", apiErr{}},
+		{"GET", "/v1/memory?visibility=team", "alice", testkit.WantError(errcat.InvalidField, "query.visibility")},
+		{"GET", "/v1/memory?scope_id=" + strings.Repeat("s", 257), "alice", testkit.WantError(errcat.InvalidField, "query.scope_id")},
+		{"GET", "/v1/memory", "", testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"GET", "/v1/memory/usage", "alice", testkit.WantError(errcat.MissingField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=", "alice", testkit.WantError(errcat.MissingField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=all", "alice", testkit.WantError(errcat.InvalidField, "query.visibility")},
+		{"GET", "/v1/memory/usage?visibility=private", "", testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"DELETE", "/v1/memory?key=k", "alice", testkit.WantError(errcat.MissingField, "query.visibility")},
+		{"DELETE", "/v1/memory?visibility=private", "alice", testkit.WantError(errcat.MissingField, "query.key")},
+		{"DELETE", "/v1/memory?visibility=private&key=", "alice", testkit.WantError(errcat.InvalidField, "query.key")},
+		{"DELETE", "/v1/memory?visibility=x&key=k", "alice", testkit.WantError(errcat.InvalidField, "query.visibility")},
+		{"DELETE", "/v1/memory?visibility=private&key=k", "", testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"DELETE", "/v1/memory?visibility=private&key=k", "alice", testkit.Error{}},
 	}
 	for _, tc := range tests {
 		e.failsIn(t, tc.method+" "+tc.path, req{method: tc.method, path: tc.path, user: tc.user}, tc.want)
@@ -205,12 +206,12 @@ func TestDeleteEntryUpdatesUsage(t *testing.T) {
 	for _, kv := range [][2]string{{"a", "12345"}, {"bb", "1"}} {
 		e.remember("", "alice", kv[0], kv[1], "private", "")
 	}
-	diffT(t, "usage", usageOf(9, 2), e.usage("alice", "private", ""))
-	diffT(t, "delete", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
-	diffT(t, "usage after delete", usageOf(3, 1), e.usage("alice", "private", ""))
-	diffT(t, "delete again", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
-	diffT(t, "delete last", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=bb", user: "alice"}))
-	diffT(t, "usage when empty", usageOf(0, 0), e.usage("alice", "private", ""))
+	testkit.Diff(t, "usage", usageOf(9, 2), e.usage("alice", "private", ""))
+	testkit.Diff(t, "delete", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
+	testkit.Diff(t, "usage after delete", usageOf(3, 1), e.usage("alice", "private", ""))
+	testkit.Diff(t, "delete again", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
+	testkit.Diff(t, "delete last", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=bb", user: "alice"}))
+	testkit.Diff(t, "usage when empty", usageOf(0, 0), e.usage("alice", "private", ""))
 }
 
 func TestKeysWithOddBytes(t *testing.T) {
@@ -219,13 +220,13 @@ func TestKeysWithOddBytes(t *testing.T) {
 	for _, k := range []string{"a", "a\x00", "a\x00b", "ab"} {
 		e.remember("", "alice", k, "v", "private", "")
 	}
-	diffT(t, "list", []string{"a=v/private", "a\x00=v/private", "a\x00b=v/private", "ab=v/private"},
+	testkit.Diff(t, "list", []string{"a=v/private", "a\x00=v/private", "a\x00b=v/private", "ab=v/private"},
 		e.list("", "alice", "visibility=private"))
 	e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=" + url.QueryEscape("a\x00"), user: "alice"})
-	diffT(t, "list after delete", []string{"a=v/private", "a\x00b=v/private", "ab=v/private"},
+	testkit.Diff(t, "list after delete", []string{"a=v/private", "a\x00b=v/private", "ab=v/private"},
 		e.list("", "alice", "visibility=private"))
 	// User "a" and user "a\x00..." do not see each other's buckets.
-	diffT(t, "user prefix", []string{}, e.list("", "alic", ""))
+	testkit.Diff(t, "user prefix", []string{}, e.list("", "alic", ""))
 }
 
 func TestMemoryStorageError(t *testing.T) {
@@ -238,8 +239,8 @@ func TestMemoryStorageError(t *testing.T) {
 		req{method: "GET", path: "/v1/memory/usage?visibility=private", user: "alice"},
 		req{method: "DELETE", path: "/v1/memory?visibility=private&key=k", user: "alice"},
 	)
-	diffT(t, "entries after failures", []string{"k=old/private"}, e.list("", "alice", ""))
-	diffT(t, "usage after failures", usageOf(4, 1), e.usage("alice", "private", ""))
+	testkit.Diff(t, "entries after failures", []string{"k=old/private"}, e.list("", "alice", ""))
+	testkit.Diff(t, "usage after failures", usageOf(4, 1), e.usage("alice", "private", ""))
 }
 
 func TestRestartKeepsEverything(t *testing.T) {
@@ -250,10 +251,10 @@ func TestRestartKeepsEverything(t *testing.T) {
 	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant/current/1", user: "alice"})
 
 	r := newEnvOver(t, e.st, e.clk)
-	diffT(t, "entries", []string{"k=v/private"}, r.list("", "alice", ""))
-	diffT(t, "usage", usageOf(2, 1), r.usage("alice", "private", ""))
-	diffT(t, "current prompt", "T1", field(r.ok(req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"}), "content"))
-	diffT(t, "next version", float64(3), field(r.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T3"}}), "n"))
+	testkit.Diff(t, "entries", []string{"k=v/private"}, r.list("", "alice", ""))
+	testkit.Diff(t, "usage", usageOf(2, 1), r.usage("alice", "private", ""))
+	testkit.Diff(t, "current prompt", "T1", field(r.ok(req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"}), "content"))
+	testkit.Diff(t, "next version", float64(3), field(r.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T3"}}), "n"))
 }
 
 // TestUsageMatchesEntries checks the usage counter against the entries after
@@ -273,13 +274,13 @@ func TestUsageMatchesEntries(t *testing.T) {
 					q.method, q.path = "POST", "/v1/memory"
 					q.body = map[string]any{"key": key, "value": repeat(1 + rnd.IntN(4000)), "visibility": "public"}
 				}
-				r, err := newRequest(q, nil)
+				r, err := request(q, nil).Build()
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				w := httptest.NewRecorder()
-				e.h.ServeHTTP(w, r)
+				e.H.ServeHTTP(w, r)
 				if w.Code != http.StatusOK && w.Code != http.StatusConflict {
 					t.Errorf("%s: %d %s", r.Method, w.Code, w.Body)
 				}
@@ -296,5 +297,5 @@ func TestUsageMatchesEntries(t *testing.T) {
 	if used > memory.BucketCapBytes {
 		t.Errorf("bucket holds %d bytes, over the cap", used)
 	}
-	diffT(t, "usage", usageOf(used, n), e.usage("alice", "public", ""))
+	testkit.Diff(t, "usage", usageOf(used, n), e.usage("alice", "public", ""))
 }

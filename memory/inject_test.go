@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/memory"
 )
 
@@ -97,7 +98,7 @@ func TestSystemContext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			diffT(t, "SystemContext", tc.want, got)
+			testkit.Diff(t, "SystemContext", tc.want, got)
 		})
 	}
 }
@@ -131,7 +132,7 @@ func TestSystemContextOneReadTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.st.FailWith(nil)
-		diffT(t, "transactions of "+tenant, []string{"View"}, ops)
+		testkit.Diff(t, "transactions of "+tenant, []string{"View"}, ops)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/memory"
 )
 
@@ -27,14 +28,14 @@ func versionsOf(current any, vs ...map[string]any) map[string]any {
 // versions (docs/contract.md#states-and-transitions), and the version numbering.
 func TestPromptTransitions(t *testing.T) {
 	const base = "/v1/system-prompts/tenant"
-	notFound := wantErr(errcat.SystemPromptVersionNotFound, "version")
-	locked := wantErr(errcat.SystemPromptCurrentLocked, "version")
+	notFound := testkit.WantError(errcat.SystemPromptVersionNotFound, "version")
+	locked := testkit.WantError(errcat.SystemPromptCurrentLocked, "version")
 	steps := []struct {
 		name     string
 		method   string
 		path     string
 		body     any
-		want     apiErr
+		want     testkit.Error
 		wantBody any // compared when not nil
 		versions map[string]any
 	}{
@@ -78,14 +79,14 @@ func TestPromptTransitions(t *testing.T) {
 	e := newEnv(t)
 	for _, s := range steps {
 		e.clk.Advance(time.Minute)
-		e.run(t, s.name, func(t *testing.T) {
+		e.Run(t, s.name, func(t *testing.T) {
 			status, body := e.do(req{method: s.method, path: s.path, user: "alice", body: s.body})
-			diffT(t, "error", s.want, errOf(status, body))
+			testkit.Diff(t, "error", s.want, testkit.ErrorOf(t, status, body))
 			if s.wantBody != nil {
-				diffT(t, "answer", s.wantBody, body)
+				testkit.Diff(t, "answer", s.wantBody, body)
 			}
 			if s.versions != nil {
-				diffT(t, "versions", s.versions, e.ok(req{method: "GET", path: base + "/versions", user: "alice"}))
+				testkit.Diff(t, "versions", s.versions, e.ok(req{method: "GET", path: base + "/versions", user: "alice"}))
 			}
 		})
 	}
@@ -99,31 +100,31 @@ func TestPromptValidation(t *testing.T) {
 		path   string
 		user   string
 		body   any
-		want   apiErr
+		want   testkit.Error
 	}{
-		{"unknown level put", "PUT", "/v1/system-prompts/org", "alice", map[string]any{"content": "x"}, wantErr(errcat.InvalidField, "level")},
-		{"unknown level get", "GET", "/v1/system-prompts/org", "alice", nil, wantErr(errcat.InvalidField, "level")},
-		{"unknown level versions", "GET", "/v1/system-prompts/Tenant/versions", "alice", nil, wantErr(errcat.InvalidField, "level")},
-		{"unknown level rollback", "PUT", "/v1/system-prompts/x/current/1", "alice", nil, wantErr(errcat.InvalidField, "level")},
-		{"unknown level hard delete", "DELETE", "/v1/system-prompts/x/v/1", "alice", nil, wantErr(errcat.InvalidField, "level")},
-		{"unknown level soft delete", "DELETE", "/v1/system-prompts/x", "alice", nil, wantErr(errcat.InvalidField, "level")},
-		{"cap", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": strings.Repeat("p", memory.PromptCapBytes)}, apiErr{}},
+		{"unknown level put", "PUT", "/v1/system-prompts/org", "alice", map[string]any{"content": "x"}, testkit.WantError(errcat.InvalidField, "level")},
+		{"unknown level get", "GET", "/v1/system-prompts/org", "alice", nil, testkit.WantError(errcat.InvalidField, "level")},
+		{"unknown level versions", "GET", "/v1/system-prompts/Tenant/versions", "alice", nil, testkit.WantError(errcat.InvalidField, "level")},
+		{"unknown level rollback", "PUT", "/v1/system-prompts/x/current/1", "alice", nil, testkit.WantError(errcat.InvalidField, "level")},
+		{"unknown level hard delete", "DELETE", "/v1/system-prompts/x/v/1", "alice", nil, testkit.WantError(errcat.InvalidField, "level")},
+		{"unknown level soft delete", "DELETE", "/v1/system-prompts/x", "alice", nil, testkit.WantError(errcat.InvalidField, "level")},
+		{"cap", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": strings.Repeat("p", memory.PromptCapBytes)}, testkit.Error{}},
 		{"cap+1", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": strings.Repeat("p", memory.PromptCapBytes+1)},
-			wantErr(errcat.SystemPromptTooLarge, "content")},
+			testkit.WantError(errcat.SystemPromptTooLarge, "content")},
 		{"cap+1 in UTF-8 bytes", "PUT", "/v1/system-prompts/user", "alice", map[string]any{"content": strings.Repeat("é", memory.PromptCapBytes/2) + "x"},
-			wantErr(errcat.SystemPromptTooLarge, "content")},
+			testkit.WantError(errcat.SystemPromptTooLarge, "content")},
 		{"cap+1 on scope level", "PUT", "/v1/system-prompts/scope", "alice", map[string]any{"content": strings.Repeat("p", memory.PromptCapBytes+1)},
-			wantErr(errcat.SystemPromptTooLarge, "content")},
-		{"no content", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{}, wantErr(errcat.MissingField, "body.content")},
-		{"empty content", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": ""}, wantErr(errcat.InvalidField, "body.content")},
-		{"content not string", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": 1}, wantErr(errcat.InvalidField, "body.content")},
-		{"unknown field", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": "x", "level": "user"}, wantErr(errcat.InvalidField, "body.level")},
-		{"scope_id on user level", "PUT", "/v1/system-prompts/user", "alice", map[string]any{"content": "x", "scope_id": "s"}, wantErr(errcat.InvalidField, "body.scope_id")},
-		{"scope_id on tenant level", "GET", "/v1/system-prompts/tenant/versions?scope_id=s", "alice", nil, wantErr(errcat.InvalidField, "query.scope_id")},
-		{"scope_id too long", "PUT", "/v1/system-prompts/scope", "alice", map[string]any{"content": "x", "scope_id": strings.Repeat("s", 300)}, wantErr(errcat.InvalidField, "body.scope_id")},
-		{"scope_id body and query differ", "PUT", "/v1/system-prompts/scope?scope_id=a", "alice", map[string]any{"content": "x", "scope_id": "b"}, wantErr(errcat.InvalidField, "body.scope_id")},
-		{"user level without user", "PUT", "/v1/system-prompts/user", "", map[string]any{"content": "x"}, wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"user level read without user", "GET", "/v1/system-prompts/user/versions", "", nil, wantErr(errcat.MissingField, "headers.gw-user-id")},
+			testkit.WantError(errcat.SystemPromptTooLarge, "content")},
+		{"no content", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{}, testkit.WantError(errcat.MissingField, "body.content")},
+		{"empty content", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": ""}, testkit.WantError(errcat.InvalidField, "body.content")},
+		{"content not string", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": 1}, testkit.WantError(errcat.InvalidField, "body.content")},
+		{"unknown field", "PUT", "/v1/system-prompts/tenant", "alice", map[string]any{"content": "x", "level": "user"}, testkit.WantError(errcat.InvalidField, "body.level")},
+		{"scope_id on user level", "PUT", "/v1/system-prompts/user", "alice", map[string]any{"content": "x", "scope_id": "s"}, testkit.WantError(errcat.InvalidField, "body.scope_id")},
+		{"scope_id on tenant level", "GET", "/v1/system-prompts/tenant/versions?scope_id=s", "alice", nil, testkit.WantError(errcat.InvalidField, "query.scope_id")},
+		{"scope_id too long", "PUT", "/v1/system-prompts/scope", "alice", map[string]any{"content": "x", "scope_id": strings.Repeat("s", 300)}, testkit.WantError(errcat.InvalidField, "body.scope_id")},
+		{"scope_id body and query differ", "PUT", "/v1/system-prompts/scope?scope_id=a", "alice", map[string]any{"content": "x", "scope_id": "b"}, testkit.WantError(errcat.InvalidField, "body.scope_id")},
+		{"user level without user", "PUT", "/v1/system-prompts/user", "", map[string]any{"content": "x"}, testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"user level read without user", "GET", "/v1/system-prompts/user/versions", "", nil, testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
 	}
 	for _, tc := range tests {
 		e.failsIn(t, tc.name, req{method: tc.method, path: tc.path, user: tc.user, body: tc.body}, tc.want)
@@ -144,23 +145,23 @@ func TestPromptSubjects(t *testing.T) {
 	current := func(path, user, tenant string) any {
 		return field(e.ok(req{method: "GET", path: path, user: user, tenant: tenant}), "content")
 	}
-	diffT(t, "alice", "alice's", current("/v1/system-prompts/user", "alice", ""))
-	diffT(t, "bob", "bob's", current("/v1/system-prompts/user", "bob", ""))
-	diffT(t, "default scope", "default scope", current("/v1/system-prompts/scope", "bob", ""))
-	diffT(t, "default scope by name", "default scope", current("/v1/system-prompts/scope?scope_id=default", "bob", ""))
-	diffT(t, "team scope", "team scope 2", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
-	diffT(t, "lab scope", "lab scope", current("/v1/system-prompts/scope?scope_id=lab", "bob", ""))
-	diffT(t, "tenant", "acme", current("/v1/system-prompts/tenant", "bob", ""))
-	diffT(t, "other tenant", "other", current("/v1/system-prompts/tenant", "bob", "other"))
-	e.fails(req{method: "GET", path: "/v1/system-prompts/user", user: "carol"}, wantErr(errcat.SystemPromptVersionNotFound, "version"))
-	e.fails(req{method: "GET", path: "/v1/system-prompts/scope", user: "alice", tenant: "other"}, wantErr(errcat.SystemPromptVersionNotFound, "version"))
+	testkit.Diff(t, "alice", "alice's", current("/v1/system-prompts/user", "alice", ""))
+	testkit.Diff(t, "bob", "bob's", current("/v1/system-prompts/user", "bob", ""))
+	testkit.Diff(t, "default scope", "default scope", current("/v1/system-prompts/scope", "bob", ""))
+	testkit.Diff(t, "default scope by name", "default scope", current("/v1/system-prompts/scope?scope_id=default", "bob", ""))
+	testkit.Diff(t, "team scope", "team scope 2", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
+	testkit.Diff(t, "lab scope", "lab scope", current("/v1/system-prompts/scope?scope_id=lab", "bob", ""))
+	testkit.Diff(t, "tenant", "acme", current("/v1/system-prompts/tenant", "bob", ""))
+	testkit.Diff(t, "other tenant", "other", current("/v1/system-prompts/tenant", "bob", "other"))
+	e.fails(req{method: "GET", path: "/v1/system-prompts/user", user: "carol"}, testkit.WantError(errcat.SystemPromptVersionNotFound, "version"))
+	e.fails(req{method: "GET", path: "/v1/system-prompts/scope", user: "alice", tenant: "other"}, testkit.WantError(errcat.SystemPromptVersionNotFound, "version"))
 	// Versions are numbered per subject; bob cannot touch alice's versions.
-	e.fails(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"}, wantErr(errcat.SystemPromptCurrentLocked, "version"))
+	e.fails(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"}, testkit.WantError(errcat.SystemPromptCurrentLocked, "version"))
 	e.ok(req{method: "DELETE", path: "/v1/system-prompts/user", user: "bob"})
 	e.ok(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"})
-	diffT(t, "alice after bob's delete", "alice's", current("/v1/system-prompts/user", "alice", ""))
+	testkit.Diff(t, "alice after bob's delete", "alice's", current("/v1/system-prompts/user", "alice", ""))
 	e.ok(req{method: "PUT", path: "/v1/system-prompts/scope/current/1?scope_id=team", user: "alice"})
-	diffT(t, "team scope rolled back", "team scope", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
+	testkit.Diff(t, "team scope rolled back", "team scope", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
 }
 
 func TestPromptStorageError(t *testing.T) {
@@ -175,7 +176,7 @@ func TestPromptStorageError(t *testing.T) {
 		req{method: "DELETE", path: "/v1/system-prompts/tenant/v/1", user: "alice"},
 		req{method: "DELETE", path: "/v1/system-prompts/tenant", user: "alice"},
 	)
-	diffT(t, "versions after failures", map[string]any{"object": "list", "level": "tenant", "current": 2.0,
+	testkit.Diff(t, "versions after failures", map[string]any{"object": "list", "level": "tenant", "current": 2.0,
 		"data": []any{ver(1, "A", false, 0), ver(2, "B", true, 0)}},
 		e.ok(req{method: "GET", path: "/v1/system-prompts/tenant/versions", user: "alice"}))
 }

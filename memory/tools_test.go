@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tools"
@@ -22,15 +23,15 @@ func publicArgs(key, value string) map[string]any {
 
 // confirmToken asks for a confirmation of args and returns the token.
 func (e *env) confirmToken(tenant, user string, args map[string]any) string {
-	e.t.Helper()
+	e.T.Helper()
 	status, body := e.tool(tenant, user, "memory_remember", args)
 	if status != http.StatusOK || field(body, "confirm_required") != true {
-		e.t.Fatalf("memory_remember %v: %d %v, want confirm_required", args, status, body)
+		e.T.Fatalf("memory_remember %v: %d %v, want confirm_required", args, status, body)
 	}
-	diffT(e.t, "expires_in", 60.0, field(body, "expires_in"))
+	testkit.Diff(e.T, "expires_in", 60.0, field(body, "expires_in"))
 	tok, _ := field(body, "confirm_token").(string)
 	if tok == "" {
-		e.t.Fatalf("no confirm_token in %v", body)
+		e.T.Fatalf("no confirm_token in %v", body)
 	}
 	return tok
 }
@@ -45,7 +46,7 @@ func with(args map[string]any, k string, v any) map[string]any {
 }
 
 func (e *env) publicList(tenant, user, scope string) []string {
-	e.t.Helper()
+	e.T.Helper()
 	q := "visibility=public"
 	if scope != "" {
 		q += "&scope_id=" + scope
@@ -56,44 +57,44 @@ func (e *env) publicList(tenant, user, scope string) []string {
 func TestRememberPrivateWritesAtOnce(t *testing.T) {
 	e := newEnv(t)
 	status, body := e.tool("", "alice", "memory_remember", map[string]any{"key": "k", "value": "v", "visibility": "private"})
-	diffT(t, "status", http.StatusOK, status)
-	diffT(t, "answer", map[string]any{"stored": true, "key": "k", "visibility": "private", "scope_id": "default"}, body)
-	diffT(t, "entries", []string{"k=v/private"}, e.list("", "alice", ""))
+	testkit.Diff(t, "status", http.StatusOK, status)
+	testkit.Diff(t, "answer", map[string]any{"stored": true, "key": "k", "visibility": "private", "scope_id": "default"}, body)
+	testkit.Diff(t, "entries", []string{"k=v/private"}, e.list("", "alice", ""))
 	// A token on a private write is ignored.
 	status, _ = e.tool("", "alice", "memory_remember", map[string]any{"key": "k", "value": "w", "visibility": "private", "confirm_token": "junk"})
-	diffT(t, "status with junk token", http.StatusOK, status)
+	testkit.Diff(t, "status with junk token", http.StatusOK, status)
 }
 
 func TestRememberPublicConfirmFlow(t *testing.T) {
 	e := newEnv(t)
 	args := publicArgs("wifi", "guest")
 	tok := e.confirmToken("", "alice", args)
-	diffT(t, "nothing written before confirm", []string{}, e.publicList("", "alice", ""))
+	testkit.Diff(t, "nothing written before confirm", []string{}, e.publicList("", "alice", ""))
 
 	status, body := e.tool("", "alice", "memory_remember", with(args, "confirm_token", tok))
-	diffT(t, "status", http.StatusOK, status)
-	diffT(t, "answer", map[string]any{"stored": true, "key": "wifi", "visibility": "public", "scope_id": "default"}, body)
-	diffT(t, "written", []string{"wifi=guest/public"}, e.publicList("", "bob", ""))
+	testkit.Diff(t, "status", http.StatusOK, status)
+	testkit.Diff(t, "answer", map[string]any{"stored": true, "key": "wifi", "visibility": "public", "scope_id": "default"}, body)
+	testkit.Diff(t, "written", []string{"wifi=guest/public"}, e.publicList("", "bob", ""))
 
 	// Single use.
 	status, body = e.tool("", "alice", "memory_remember", with(args, "confirm_token", tok))
-	diffT(t, "reuse", wantErr(errcat.MemoryConfirmRequired, "confirm_token"), errOf(status, body))
+	testkit.Diff(t, "reuse", testkit.WantError(errcat.MemoryConfirmRequired, "confirm_token"), testkit.ErrorOf(t, status, body))
 }
 
 func TestConfirmTokenRejections(t *testing.T) {
 	args := map[string]any{"key": "wifi", "value": "guest", "visibility": "public", "scope_id": "office"}
-	bad := wantErr(errcat.MemoryConfirmRequired, "confirm_token")
+	bad := testkit.WantError(errcat.MemoryConfirmRequired, "confirm_token")
 	tests := []struct {
 		name         string
 		advance      time.Duration
 		tenant, user string
 		args         map[string]any
 		token        func(tok string) string
-		want         apiErr
+		want         testkit.Error
 		// stillValid says whether the rightful call may use the token afterwards.
 		stillValid bool
 	}{
-		{name: "valid at 59s", advance: 59 * time.Second, user: "alice", args: args, want: apiErr{}},
+		{name: "valid at 59s", advance: 59 * time.Second, user: "alice", args: args, want: testkit.Error{}},
 		{name: "expired at 60s", advance: 60 * time.Second, user: "alice", args: args, want: bad},
 		{name: "expired later", advance: time.Hour, user: "alice", args: args, want: bad},
 		{name: "wrong token", user: "alice", args: args, token: func(string) string { return "mct_nope" }, want: bad, stillValid: true},
@@ -102,7 +103,7 @@ func TestConfirmTokenRejections(t *testing.T) {
 		{name: "other scope", user: "alice", args: with(args, "scope_id", "default"), want: bad, stillValid: true},
 		{name: "other user", user: "bob", args: args, want: bad, stillValid: true},
 		{name: "other tenant", tenant: "other", user: "alice", args: args, want: bad, stillValid: true},
-		{name: "private with the token writes at once", user: "alice", args: with(args, "visibility", "private"), want: apiErr{}, stillValid: true},
+		{name: "private with the token writes at once", user: "alice", args: with(args, "visibility", "private"), want: testkit.Error{}, stillValid: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,17 +115,17 @@ func TestConfirmTokenRejections(t *testing.T) {
 				sent = tc.token(tok)
 			}
 			status, body := e.tool(tc.tenant, tc.user, "memory_remember", with(tc.args, "confirm_token", sent))
-			diffT(t, "error", tc.want, errOf(status, body))
-			if tc.want != (apiErr{}) {
-				diffT(t, "nothing written", []string{}, e.publicList("", "alice", "office"))
-				diffT(t, "nothing written for the other tenant", []string{}, e.publicList("other", "alice", "office"))
+			testkit.Diff(t, "error", tc.want, testkit.ErrorOf(t, status, body))
+			if tc.want != (testkit.Error{}) {
+				testkit.Diff(t, "nothing written", []string{}, e.publicList("", "alice", "office"))
+				testkit.Diff(t, "nothing written for the other tenant", []string{}, e.publicList("other", "alice", "office"))
 			}
 			status, body = e.tool("", "alice", "memory_remember", with(args, "confirm_token", tok))
 			if tc.stillValid {
-				diffT(t, "rightful call afterwards", apiErr{}, errOf(status, body))
-				diffT(t, "written", []string{"wifi=guest/public"}, e.publicList("", "alice", "office"))
+				testkit.Diff(t, "rightful call afterwards", testkit.Error{}, testkit.ErrorOf(t, status, body))
+				testkit.Diff(t, "written", []string{"wifi=guest/public"}, e.publicList("", "alice", "office"))
 			} else {
-				diffT(t, "rightful call afterwards", bad, errOf(status, body))
+				testkit.Diff(t, "rightful call afterwards", bad, testkit.ErrorOf(t, status, body))
 			}
 		})
 	}
@@ -140,7 +141,7 @@ func TestConfirmTokensAreDistinct(t *testing.T) {
 	// Each is valid once.
 	for _, tok := range []string{a, b} {
 		status, body := e.tool("", "alice", "memory_remember", with(publicArgs("k", "v"), "confirm_token", tok))
-		diffT(t, "error", apiErr{}, errOf(status, body))
+		testkit.Diff(t, "error", testkit.Error{}, testkit.ErrorOf(t, status, body))
 	}
 }
 
@@ -185,26 +186,26 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 
 func TestRememberBucketFull(t *testing.T) {
 	e := newEnv(t)
-	full := wantErr(errcat.MemoryBucketFull, "value")
+	full := testkit.WantError(errcat.MemoryBucketFull, "value")
 	big := repeat(memory.BucketCapBytes - 1)
 
 	// Checked before a token is issued.
 	status, body := e.tool("", "alice", "memory_remember", publicArgs("k", big+"x"))
-	diffT(t, "too big at confirm", full, errOf(status, body))
+	testkit.Diff(t, "too big at confirm", full, testkit.ErrorOf(t, status, body))
 
 	// Checked again on the confirmed write; a failed write keeps the token.
 	tok := e.confirmToken("", "alice", publicArgs("k", big))
 	e.remember("", "bob", "other", "x", "public", "")
 	status, body = e.tool("", "alice", "memory_remember", with(publicArgs("k", big), "confirm_token", tok))
-	diffT(t, "full at write", full, errOf(status, body))
+	testkit.Diff(t, "full at write", full, testkit.ErrorOf(t, status, body))
 	e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=other", user: "bob"})
 	status, body = e.tool("", "alice", "memory_remember", with(publicArgs("k", big), "confirm_token", tok))
-	diffT(t, "retry with the same token", apiErr{}, errOf(status, body))
+	testkit.Diff(t, "retry with the same token", testkit.Error{}, testkit.ErrorOf(t, status, body))
 
 	// Private writes overflow like REST writes.
 	e.remember("", "alice", "p", big, "private", "")
 	status, body = e.tool("", "alice", "memory_remember", map[string]any{"key": "q", "value": "x", "visibility": "private"})
-	diffT(t, "private full", full, errOf(status, body))
+	testkit.Diff(t, "private full", full, testkit.ErrorOf(t, status, body))
 }
 
 func TestForget(t *testing.T) {
@@ -224,10 +225,10 @@ func TestForget(t *testing.T) {
 	}
 	for _, tc := range tests {
 		status, body := e.tool("", tc.user, "memory_forget", tc.args)
-		diffT(t, "status", http.StatusOK, status)
-		diffT(t, "answer", tc.want, body)
+		testkit.Diff(t, "status", http.StatusOK, status)
+		testkit.Diff(t, "answer", tc.want, body)
 	}
-	diffT(t, "usage", usageOf(0, 0), e.usage("alice", "public", "team"))
+	testkit.Diff(t, "usage", usageOf(0, 0), e.usage("alice", "public", "team"))
 }
 
 func TestMemoryToolErrors(t *testing.T) {
@@ -237,24 +238,24 @@ func TestMemoryToolErrors(t *testing.T) {
 		tool string
 		user string
 		args any
-		want apiErr
+		want testkit.Error
 	}{
-		{"remember without user", "memory_remember", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"forget without user", "memory_forget", "", map[string]any{"key": "k", "visibility": "private"}, wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{"no key", "memory_remember", "alice", map[string]any{"value": "v", "visibility": "private"}, wantErr(errcat.MissingField, "body.arguments.key")},
-		{"empty key", "memory_remember", "alice", map[string]any{"key": "", "value": "v", "visibility": "private"}, wantErr(errcat.InvalidField, "body.arguments.key")},
-		{"key not string", "memory_remember", "alice", map[string]any{"key": 1, "value": "v", "visibility": "private"}, wantErr(errcat.InvalidField, "body.arguments.key")},
-		{"no value", "memory_remember", "alice", map[string]any{"key": "k", "visibility": "private"}, wantErr(errcat.MissingField, "body.arguments.value")},
-		{"empty value", "memory_remember", "alice", map[string]any{"key": "k", "value": "", "visibility": "private"}, wantErr(errcat.InvalidField, "body.arguments.value")},
-		{"no visibility", "memory_remember", "alice", map[string]any{"key": "k", "value": "v"}, wantErr(errcat.MissingField, "body.arguments.visibility")},
-		{"bad visibility", "memory_remember", "alice", map[string]any{"key": "k", "value": "v", "visibility": "all"}, wantErr(errcat.InvalidField, "body.arguments.visibility")},
-		{"bad scope", "memory_remember", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "scope_id": strings.Repeat("s", 257)}, wantErr(errcat.InvalidField, "body.arguments.scope_id")},
-		{"unknown argument", "memory_remember", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "ttl": 1}, wantErr(errcat.InvalidField, "body.arguments.ttl")},
-		{"token not string", "memory_remember", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "confirm_token": 1}, wantErr(errcat.InvalidField, "body.arguments.confirm_token")},
-		{"forget no key", "memory_forget", "alice", map[string]any{"visibility": "private"}, wantErr(errcat.MissingField, "body.arguments.key")},
-		{"forget no visibility", "memory_forget", "alice", map[string]any{"key": "k"}, wantErr(errcat.MissingField, "body.arguments.visibility")},
-		{"forget unknown argument", "memory_forget", "alice", map[string]any{"key": "k", "visibility": "private", "value": "v"}, wantErr(errcat.InvalidField, "body.arguments.value")},
-		{"arguments not an object", "memory_forget", "alice", []int{1}, wantErr(errcat.InvalidField, "body.arguments")},
+		{"remember without user", "memory_remember", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"forget without user", "memory_forget", "", map[string]any{"key": "k", "visibility": "private"}, testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{"no key", "memory_remember", "alice", map[string]any{"value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "body.arguments.key")},
+		{"empty key", "memory_remember", "alice", map[string]any{"key": "", "value": "v", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.arguments.key")},
+		{"key not string", "memory_remember", "alice", map[string]any{"key": 1, "value": "v", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.arguments.key")},
+		{"no value", "memory_remember", "alice", map[string]any{"key": "k", "visibility": "private"}, testkit.WantError(errcat.MissingField, "body.arguments.value")},
+		{"empty value", "memory_remember", "alice", map[string]any{"key": "k", "value": "", "visibility": "private"}, testkit.WantError(errcat.InvalidField, "body.arguments.value")},
+		{"no visibility", "memory_remember", "alice", map[string]any{"key": "k", "value": "v"}, testkit.WantError(errcat.MissingField, "body.arguments.visibility")},
+		{"bad visibility", "memory_remember", "alice", map[string]any{"key": "k", "value": "v", "visibility": "all"}, testkit.WantError(errcat.InvalidField, "body.arguments.visibility")},
+		{"bad scope", "memory_remember", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "scope_id": strings.Repeat("s", 257)}, testkit.WantError(errcat.InvalidField, "body.arguments.scope_id")},
+		{"unknown argument", "memory_remember", "alice", map[string]any{"key": "k", "value": "v", "visibility": "private", "ttl": 1}, testkit.WantError(errcat.InvalidField, "body.arguments.ttl")},
+		{"token not string", "memory_remember", "alice", map[string]any{"key": "k", "value": "v", "visibility": "public", "confirm_token": 1}, testkit.WantError(errcat.InvalidField, "body.arguments.confirm_token")},
+		{"forget no key", "memory_forget", "alice", map[string]any{"visibility": "private"}, testkit.WantError(errcat.MissingField, "body.arguments.key")},
+		{"forget no visibility", "memory_forget", "alice", map[string]any{"key": "k"}, testkit.WantError(errcat.MissingField, "body.arguments.visibility")},
+		{"forget unknown argument", "memory_forget", "alice", map[string]any{"key": "k", "visibility": "private", "value": "v"}, testkit.WantError(errcat.InvalidField, "body.arguments.value")},
+		{"arguments not an object", "memory_forget", "alice", []int{1}, testkit.WantError(errcat.InvalidField, "body.arguments")},
 	}
 	for _, tc := range tests {
 		e.failsIn(t, tc.name, req{method: "POST", path: "/v1/tools/execute", user: tc.user,
@@ -267,15 +268,15 @@ func TestMemoryToolsNeedMemoryWrite(t *testing.T) {
 	e.deny = []string{"memory:write"}
 	for _, name := range []string{"memory_remember", "memory_forget"} {
 		status, body := e.tool("", "alice", name, map[string]any{"key": "k", "value": "v", "visibility": "private"})
-		diffT(t, name, wantErr(errcat.Forbidden, ""), errOf(status, body))
+		testkit.Diff(t, name, testkit.WantError(errcat.Forbidden, ""), testkit.ErrorOf(t, status, body))
 	}
 	status, _ := e.tool("", "alice", "current_time", nil)
-	diffT(t, "current_time", http.StatusOK, status)
+	testkit.Diff(t, "current_time", http.StatusOK, status)
 }
 
 func TestMemoryToolsStorageError(t *testing.T) {
 	e := newEnv(t)
-	storage := wantErr(errcat.StorageError, "")
+	storage := testkit.WantError(errcat.StorageError, "")
 	for _, tc := range []struct {
 		name string
 		args map[string]any
@@ -286,15 +287,15 @@ func TestMemoryToolsStorageError(t *testing.T) {
 	} {
 		e.st.FailNext(errors.New("disk on fire"))
 		status, body := e.tool("", "alice", tc.name, tc.args)
-		diffT(t, tc.name, storage, errOf(status, body))
+		testkit.Diff(t, tc.name, storage, testkit.ErrorOf(t, status, body))
 	}
 	// A confirmed write that fails keeps its token.
 	tok := e.confirmToken("", "alice", publicArgs("k", "v"))
 	e.st.FailNext(errors.New("disk on fire"))
 	status, body := e.tool("", "alice", "memory_remember", with(publicArgs("k", "v"), "confirm_token", tok))
-	diffT(t, "confirmed write", storage, errOf(status, body))
+	testkit.Diff(t, "confirmed write", storage, testkit.ErrorOf(t, status, body))
 	status, body = e.tool("", "alice", "memory_remember", with(publicArgs("k", "v"), "confirm_token", tok))
-	diffT(t, "retry", apiErr{}, errOf(status, body))
+	testkit.Diff(t, "retry", testkit.Error{}, testkit.ErrorOf(t, status, body))
 }
 
 func TestToolsInspect(t *testing.T) {
@@ -308,5 +309,5 @@ func TestToolsInspect(t *testing.T) {
 			t.Errorf("tool %v: parameters %v are not an object schema", field(tl, "name"), params)
 		}
 	}
-	diffT(t, "tools", []string{"current_time", "memory_forget", "memory_remember"}, names)
+	testkit.Diff(t, "tools", []string{"current_time", "memory_forget", "memory_remember"}, names)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -35,27 +36,14 @@ func chatThroughRouter(t *testing.T, body string, localReply, cloudReply upstrea
 func TestChatCompletionsThroughRouterFallbackStream(t *testing.T) {
 	body := `{"messages":[{"role":"user","content":"hi"}],"stream":true,"model":"lm-4-scout"}`
 	out, local, cloud := chatThroughRouter(t, body, upstreamtest.Reply{Status: 503}, upstreamtest.Reply{Content: "abc", Chunks: 3})
-	events := strings.Split(strings.TrimSuffix(out, "\n\n"), "\n\n")
-	if len(events) < 3 || events[len(events)-1] != "data: [DONE]" || !strings.HasPrefix(events[len(events)-2], "event: gw.notice\n") ||
-		!strings.Contains(events[len(events)-2], `"code":"backend_fallback"`) {
+	evs := testkit.ParseSSE(t, out)
+	n := len(evs)
+	if n < 3 || evs[n-1] != (testkit.Event{Data: "[DONE]"}) || evs[n-2].Type != "gw.notice" ||
+		!strings.Contains(evs[n-2].Data, `"code":"backend_fallback"`) {
 		t.Fatalf("stream %q: want the chunks, a backend_fallback notice, [DONE]", out)
 	}
-	var content strings.Builder
-	for _, ev := range events[:len(events)-2] {
-		var c struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(strings.TrimPrefix(ev, "data: ")), &c); err != nil {
-			t.Fatalf("event %q: %v", ev, err)
-		}
-		for _, ch := range c.Choices {
-			content.WriteString(ch.Delta.Content)
-		}
-	}
-	if content.String() != "abc" {
-		t.Errorf("streamed content %q, want abc", content.String())
+	if got := testkit.Content(t, evs); got != "abc" {
+		t.Errorf("streamed content %q, want abc", got)
 	}
 	// Both backends got the rewritten body, with their router alias as model.
 	for _, srv := range []*upstreamtest.Server{local, cloud} {
@@ -69,9 +57,8 @@ func TestChatCompletionsThroughRouterFallbackStream(t *testing.T) {
 func TestChatCompletionsThroughRouterDrop(t *testing.T) {
 	body := `{"model":"lm-4-scout-local","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	out, _, _ := chatThroughRouter(t, body, upstreamtest.Reply{Content: "abcdef", Chunks: 6, Drop: true, DropAfter: 2}, upstreamtest.Reply{})
-	events := strings.Split(strings.TrimSuffix(out, "\n\n"), "\n\n")
-	last := events[len(events)-1]
-	if strings.Contains(out, "[DONE]") || !strings.HasPrefix(last, "event: gw.error\n") {
+	events := testkit.ParseSSE(t, out)
+	if strings.Contains(out, "[DONE]") || events[len(events)-1].Type != "gw.error" {
 		t.Errorf("stream %q: want gw.error last and no [DONE]", out)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
@@ -337,10 +338,10 @@ func TestChatCompletionsStream(t *testing.T) {
 		t.Errorf("stream answer mismatch (-want +got):\n%s", diff)
 	}
 	// The backend_fallback notice, shaped like a chunk of this stream, before [DONE].
-	events := strings.Split(strings.TrimSuffix(w.Body.String(), "\n\n"), "\n\n")
+	events := testkit.ParseSSE(t, w.Body.String())
 	notice := events[len(events)-2]
-	if !strings.HasPrefix(notice, "event: gw.notice\ndata: ") {
-		t.Fatalf("event before [DONE] = %q", notice)
+	if notice.Type != "gw.notice" {
+		t.Fatalf("event before [DONE] = %+v", notice)
 	}
 	var n struct {
 		ID      string                         `json:"id"`
@@ -350,7 +351,7 @@ func TestChatCompletionsStream(t *testing.T) {
 		Choices []any                          `json:"choices"`
 		Notice  struct{ Code, Message string } `json:"gw_notice"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimPrefix(notice, "event: gw.notice\ndata: ")), &n); err != nil {
+	if err := json.Unmarshal([]byte(notice.Data), &n); err != nil {
 		t.Fatal(err)
 	}
 	if n.ID != "chatcmpl-s1" || n.Object != "chat.completion.chunk" || n.Created != 1700000100 || n.Model != "scout-cloud" ||
@@ -378,10 +379,10 @@ func TestChatCompletionsCutStream(t *testing.T) {
 	w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions",
 		`{"model":"lm-4-scout","stream":true,"messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 	out := w.Body.String()
-	events := strings.Split(strings.TrimSuffix(out, "\n\n"), "\n\n")
+	events := testkit.ParseSSE(t, out)
 	last := events[len(events)-1]
-	if w.Code != 200 || strings.Contains(out, "[DONE]") || !strings.HasPrefix(last, "event: gw.error\ndata: {\"error\":{") ||
-		!strings.Contains(last, `"code":"upstream_error"`) {
+	if w.Code != 200 || strings.Contains(out, "[DONE]") || last.Type != "gw.error" || !strings.HasPrefix(last.Data, `{"error":{`) ||
+		!strings.Contains(last.Data, `"code":"upstream_error"`) {
 		t.Errorf("stream %q; want the chunks, then gw.error upstream_error and no [DONE]", out)
 	}
 }

@@ -3,12 +3,14 @@ package rag_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/rag"
 )
 
@@ -22,65 +24,65 @@ func TestWriteValidation(t *testing.T) {
 		name  string
 		index string
 		body  any
-		want  apiErr
+		want  testkit.Error
 	}{
-		{"ok", "kb", docs(doc("a", "text", map[string]any{"src": "x"})), apiErr{}},
-		{"ok id charset", "Kb_1.v2:x-y", docs(doc("A-1_b.c:d", "text", nil)), apiErr{}},
-		{"ok null metadata", "kb", docs(map[string]any{"doc_id": "a", "text": "t", "metadata": nil}), apiErr{}},
-		{"ok max id length", strings.Repeat("i", rag.MaxIDBytes), docs(doc(strings.Repeat("d", rag.MaxIDBytes), "t", nil)), apiErr{}},
-		{"ok max documents", "kb", map[string]any{"documents": tooMany[:rag.MaxDocumentsPerRequest]}, apiErr{}},
+		{"ok", "kb", docs(doc("a", "text", map[string]any{"src": "x"})), testkit.Error{}},
+		{"ok id charset", "Kb_1.v2:x-y", docs(doc("A-1_b.c:d", "text", nil)), testkit.Error{}},
+		{"ok null metadata", "kb", docs(map[string]any{"doc_id": "a", "text": "t", "metadata": nil}), testkit.Error{}},
+		{"ok max id length", strings.Repeat("i", rag.MaxIDBytes), docs(doc(strings.Repeat("d", rag.MaxIDBytes), "t", nil)), testkit.Error{}},
+		{"ok max documents", "kb", map[string]any{"documents": tooMany[:rag.MaxDocumentsPerRequest]}, testkit.Error{}},
 
-		{"index id too long", long, docs(doc("a", "t", nil)), wantErr(errcat.InvalidField, "id")},
-		{"index id bad char", "k%20b", docs(doc("a", "t", nil)), wantErr(errcat.InvalidField, "id")},
-		{"index id starts with dot", ".kb", docs(doc("a", "t", nil)), wantErr(errcat.InvalidField, "id")},
-		{"not json", "kb", "{", wantErr(errcat.InvalidJSON, "")},
-		{"empty body", "kb", "", wantErr(errcat.InvalidJSON, "")},
-		{"body an array", "kb", "[]", wantErr(errcat.InvalidJSON, "")},
-		{"unknown field", "kb", map[string]any{"documents": []any{doc("a", "t", nil)}, "mode": "x"}, wantErr(errcat.InvalidField, "body.mode")},
-		{"user_id in body", "kb", map[string]any{"documents": []any{doc("a", "t", nil)}, "user_id": "u"}, wantErr(errcat.InvalidField, "body.user_id")},
-		{"no documents", "kb", map[string]any{}, wantErr(errcat.MissingField, "body.documents")},
-		{"null documents", "kb", map[string]any{"documents": nil}, wantErr(errcat.MissingField, "body.documents")},
-		{"documents an object", "kb", map[string]any{"documents": map[string]any{}}, wantErr(errcat.InvalidField, "body.documents")},
-		{"documents a string", "kb", map[string]any{"documents": "a"}, wantErr(errcat.InvalidField, "body.documents")},
-		{"empty documents", "kb", map[string]any{"documents": []any{}}, wantErr(errcat.InvalidField, "body.documents")},
-		{"too many documents", "kb", map[string]any{"documents": tooMany}, wantErr(errcat.InvalidField, "body.documents")},
-		{"entry not an object", "kb", map[string]any{"documents": []any{doc("a", "t", nil), "b"}}, wantErr(errcat.InvalidField, "body.documents[1]")},
-		{"entry null", "kb", map[string]any{"documents": []any{nil}}, wantErr(errcat.InvalidField, "body.documents[0]")},
-		{"entry unknown field", "kb", docs(doc("a", "t", nil), map[string]any{"doc_id": "b", "text": "t", "title": "x"}), wantErr(errcat.InvalidField, "body.documents[1].title")},
-		{"entry user_id", "kb", docs(map[string]any{"doc_id": "b", "text": "t", "user_id": "x"}), wantErr(errcat.InvalidField, "body.documents[0].user_id")},
-		{"no doc_id", "kb", docs(doc("a", "t", nil), map[string]any{"text": "t"}), wantErr(errcat.MissingField, "body.documents[1].doc_id")},
-		{"null doc_id", "kb", docs(map[string]any{"doc_id": nil, "text": "t"}), wantErr(errcat.MissingField, "body.documents[0].doc_id")},
-		{"doc_id a number", "kb", docs(map[string]any{"doc_id": 7, "text": "t"}), wantErr(errcat.InvalidField, "body.documents[0].doc_id")},
-		{"empty doc_id", "kb", docs(doc("", "t", nil)), wantErr(errcat.InvalidField, "body.documents[0].doc_id")},
-		{"doc_id too long", "kb", docs(doc(long, "t", nil)), wantErr(errcat.InvalidField, "body.documents[0].doc_id")},
-		{"doc_id with slash", "kb", docs(doc("a/b", "t", nil)), wantErr(errcat.InvalidField, "body.documents[0].doc_id")},
-		{"doc_id with space", "kb", docs(doc("a b", "t", nil)), wantErr(errcat.InvalidField, "body.documents[0].doc_id")},
-		{"doc_id non-ASCII", "kb", docs(doc("café", "t", nil)), wantErr(errcat.InvalidField, "body.documents[0].doc_id")},
-		{"doc_id dot dot", "kb", docs(doc("..", "t", nil)), wantErr(errcat.InvalidField, "body.documents[0].doc_id")},
-		{"no text", "kb", docs(map[string]any{"doc_id": "a"}), wantErr(errcat.MissingField, "body.documents[0].text")},
-		{"null text", "kb", docs(map[string]any{"doc_id": "a", "text": nil}), wantErr(errcat.MissingField, "body.documents[0].text")},
-		{"text an object", "kb", docs(map[string]any{"doc_id": "a", "text": map[string]any{}}), wantErr(errcat.InvalidField, "body.documents[0].text")},
-		{"empty text", "kb", docs(doc("a", "", nil)), wantErr(errcat.InvalidField, "body.documents[0].text")},
-		{"blank text", "kb", docs(doc("a", " \n\t ", nil)), wantErr(errcat.InvalidField, "body.documents[0].text")},
-		{"text too long", "kb", docs(doc("a", strings.Repeat("x", rag.MaxTextBytes+1), nil)), wantErr(errcat.InvalidField, "body.documents[0].text")},
-		{"metadata an array", "kb", docs(map[string]any{"doc_id": "a", "text": "t", "metadata": []any{1}}), wantErr(errcat.InvalidField, "body.documents[0].metadata")},
-		{"metadata a string", "kb", docs(map[string]any{"doc_id": "a", "text": "t", "metadata": "x"}), wantErr(errcat.InvalidField, "body.documents[0].metadata")},
-		{"metadata too large", "kb", docs(doc("a", "t", map[string]any{"x": strings.Repeat("m", rag.MaxMetadataBytes)})), wantErr(errcat.InvalidField, "body.documents[0].metadata")},
-		{"duplicate doc_id", "kb", docs(doc("a", "t", nil), doc("b", "t", nil), doc("a", "u", nil)), wantErr(errcat.InvalidField, "body.documents[2].doc_id")},
-		{"first error wins", "kb", docs(map[string]any{"text": "t"}, doc("", "t", nil)), wantErr(errcat.MissingField, "body.documents[0].doc_id")},
+		{"index id too long", long, docs(doc("a", "t", nil)), testkit.WantError(errcat.InvalidField, "id")},
+		{"index id bad char", "k%20b", docs(doc("a", "t", nil)), testkit.WantError(errcat.InvalidField, "id")},
+		{"index id starts with dot", ".kb", docs(doc("a", "t", nil)), testkit.WantError(errcat.InvalidField, "id")},
+		{"not json", "kb", "{", testkit.WantError(errcat.InvalidJSON, "")},
+		{"empty body", "kb", "", testkit.WantError(errcat.InvalidJSON, "")},
+		{"body an array", "kb", "[]", testkit.WantError(errcat.InvalidJSON, "")},
+		{"unknown field", "kb", map[string]any{"documents": []any{doc("a", "t", nil)}, "mode": "x"}, testkit.WantError(errcat.InvalidField, "body.mode")},
+		{"user_id in body", "kb", map[string]any{"documents": []any{doc("a", "t", nil)}, "user_id": "u"}, testkit.WantError(errcat.InvalidField, "body.user_id")},
+		{"no documents", "kb", map[string]any{}, testkit.WantError(errcat.MissingField, "body.documents")},
+		{"null documents", "kb", map[string]any{"documents": nil}, testkit.WantError(errcat.MissingField, "body.documents")},
+		{"documents an object", "kb", map[string]any{"documents": map[string]any{}}, testkit.WantError(errcat.InvalidField, "body.documents")},
+		{"documents a string", "kb", map[string]any{"documents": "a"}, testkit.WantError(errcat.InvalidField, "body.documents")},
+		{"empty documents", "kb", map[string]any{"documents": []any{}}, testkit.WantError(errcat.InvalidField, "body.documents")},
+		{"too many documents", "kb", map[string]any{"documents": tooMany}, testkit.WantError(errcat.InvalidField, "body.documents")},
+		{"entry not an object", "kb", map[string]any{"documents": []any{doc("a", "t", nil), "b"}}, testkit.WantError(errcat.InvalidField, "body.documents[1]")},
+		{"entry null", "kb", map[string]any{"documents": []any{nil}}, testkit.WantError(errcat.InvalidField, "body.documents[0]")},
+		{"entry unknown field", "kb", docs(doc("a", "t", nil), map[string]any{"doc_id": "b", "text": "t", "title": "x"}), testkit.WantError(errcat.InvalidField, "body.documents[1].title")},
+		{"entry user_id", "kb", docs(map[string]any{"doc_id": "b", "text": "t", "user_id": "x"}), testkit.WantError(errcat.InvalidField, "body.documents[0].user_id")},
+		{"no doc_id", "kb", docs(doc("a", "t", nil), map[string]any{"text": "t"}), testkit.WantError(errcat.MissingField, "body.documents[1].doc_id")},
+		{"null doc_id", "kb", docs(map[string]any{"doc_id": nil, "text": "t"}), testkit.WantError(errcat.MissingField, "body.documents[0].doc_id")},
+		{"doc_id a number", "kb", docs(map[string]any{"doc_id": 7, "text": "t"}), testkit.WantError(errcat.InvalidField, "body.documents[0].doc_id")},
+		{"empty doc_id", "kb", docs(doc("", "t", nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].doc_id")},
+		{"doc_id too long", "kb", docs(doc(long, "t", nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].doc_id")},
+		{"doc_id with slash", "kb", docs(doc("a/b", "t", nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].doc_id")},
+		{"doc_id with space", "kb", docs(doc("a b", "t", nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].doc_id")},
+		{"doc_id non-ASCII", "kb", docs(doc("café", "t", nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].doc_id")},
+		{"doc_id dot dot", "kb", docs(doc("..", "t", nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].doc_id")},
+		{"no text", "kb", docs(map[string]any{"doc_id": "a"}), testkit.WantError(errcat.MissingField, "body.documents[0].text")},
+		{"null text", "kb", docs(map[string]any{"doc_id": "a", "text": nil}), testkit.WantError(errcat.MissingField, "body.documents[0].text")},
+		{"text an object", "kb", docs(map[string]any{"doc_id": "a", "text": map[string]any{}}), testkit.WantError(errcat.InvalidField, "body.documents[0].text")},
+		{"empty text", "kb", docs(doc("a", "", nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].text")},
+		{"blank text", "kb", docs(doc("a", " \n\t ", nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].text")},
+		{"text too long", "kb", docs(doc("a", strings.Repeat("x", rag.MaxTextBytes+1), nil)), testkit.WantError(errcat.InvalidField, "body.documents[0].text")},
+		{"metadata an array", "kb", docs(map[string]any{"doc_id": "a", "text": "t", "metadata": []any{1}}), testkit.WantError(errcat.InvalidField, "body.documents[0].metadata")},
+		{"metadata a string", "kb", docs(map[string]any{"doc_id": "a", "text": "t", "metadata": "x"}), testkit.WantError(errcat.InvalidField, "body.documents[0].metadata")},
+		{"metadata too large", "kb", docs(doc("a", "t", map[string]any{"x": strings.Repeat("m", rag.MaxMetadataBytes)})), testkit.WantError(errcat.InvalidField, "body.documents[0].metadata")},
+		{"duplicate doc_id", "kb", docs(doc("a", "t", nil), doc("b", "t", nil), doc("a", "u", nil)), testkit.WantError(errcat.InvalidField, "body.documents[2].doc_id")},
+		{"first error wins", "kb", docs(map[string]any{"text": "t"}, doc("", "t", nil)), testkit.WantError(errcat.MissingField, "body.documents[0].doc_id")},
 	}
 	for _, mode := range []string{"replace", "append"} {
 		for _, tc := range tests {
 			e := newEnv(t)
-			e.run(t, mode+"/"+tc.name, func(t *testing.T) {
+			e.Run(t, mode+"/"+tc.name, func(t *testing.T) {
 				q := req{method: "POST", path: "/a1/rag/indices/" + tc.index + "/documents", body: tc.body}
 				if mode == "append" {
 					q.path += "/append"
 				}
 				e.fails(q, tc.want)
-				if tc.want != (apiErr{}) {
+				if tc.want != (testkit.Error{}) {
 					// A rejected write creates nothing.
-					diffT(t, "indices", []any{}, data(e.ok(getReq("", "/a1/rag/indices"))))
+					testkit.Diff(t, "indices", []any{}, data(e.ok(getReq("", "/a1/rag/indices"))))
 				}
 			})
 		}
@@ -91,37 +93,37 @@ func TestWriteAnswerAndDocuments(t *testing.T) {
 	e := newEnv(t)
 	at := func(d time.Duration) string { return t0.Add(d).Format(time.RFC3339Nano) }
 	got := e.replace("", "kb", doc("b", "Beta text.", map[string]any{"lang": "en", "n": 2}), doc("a", "Alpha", nil))
-	diffT(t, "replace answer", map[string]any{
+	testkit.Diff(t, "replace answer", map[string]any{
 		"index": map[string]any{"id": "kb", "document_count": 2.0, "chunk_count": 2.0, "created_at": at(0), "updated_at": at(0)},
 		"added": 2.0, "replaced": 0.0, "removed": 0.0,
 	}, got)
 
 	e.clk.Advance(time.Minute)
 	got = e.appendDocs("", "kb", doc("c", "Gamma", nil), doc("a", "Alpha two", map[string]any{"v": 2}))
-	diffT(t, "append answer", map[string]any{
+	testkit.Diff(t, "append answer", map[string]any{
 		"index": map[string]any{"id": "kb", "document_count": 3.0, "chunk_count": 3.0, "created_at": at(0), "updated_at": at(time.Minute)},
 		"added": 1.0, "replaced": 1.0, "removed": 0.0,
 	}, got)
 
-	diffT(t, "documents", map[string]any{"object": "list", "data": []any{
+	testkit.Diff(t, "documents", map[string]any{"object": "list", "data": []any{
 		map[string]any{"doc_id": "a", "metadata": map[string]any{"v": 2.0}, "size": 9.0, "chunk_count": 1.0, "created_at": at(0), "updated_at": at(time.Minute)},
 		map[string]any{"doc_id": "b", "metadata": map[string]any{"lang": "en", "n": 2.0}, "size": 10.0, "chunk_count": 1.0, "created_at": at(0), "updated_at": at(0)},
 		map[string]any{"doc_id": "c", "size": 5.0, "chunk_count": 1.0, "created_at": at(time.Minute), "updated_at": at(time.Minute)},
 	}}, e.ok(getReq("", "/a1/rag/indices/kb/documents")))
 
-	diffT(t, "document", map[string]any{"doc_id": "b", "text": "Beta text.", "metadata": map[string]any{"lang": "en", "n": 2.0},
+	testkit.Diff(t, "document", map[string]any{"doc_id": "b", "text": "Beta text.", "metadata": map[string]any{"lang": "en", "n": 2.0},
 		"size": 10.0, "chunk_count": 1.0, "created_at": at(0), "updated_at": at(0)},
 		e.ok(getReq("", "/a1/rag/indices/kb/documents/b")))
 
 	e.clk.Advance(time.Minute)
 	got = e.replace("", "kb", doc("c", "Gamma again", nil), doc("d", "Delta", nil))
-	diffT(t, "second replace answer", map[string]any{
+	testkit.Diff(t, "second replace answer", map[string]any{
 		"index": map[string]any{"id": "kb", "document_count": 2.0, "chunk_count": 2.0, "created_at": at(0), "updated_at": at(2 * time.Minute)},
 		"added": 1.0, "replaced": 1.0, "removed": 2.0,
 	}, got)
-	diffT(t, "documents after replace", []string{"c", "d"}, e.docIDs("", "kb"))
-	diffT(t, "c keeps created_at", at(time.Minute), field(e.ok(getReq("", "/a1/rag/indices/kb/documents/c")), "created_at"))
-	e.fails(getReq("", "/a1/rag/indices/kb/documents/a"), wantErr(errcat.DocumentNotFound, "doc_id"))
+	testkit.Diff(t, "documents after replace", []string{"c", "d"}, e.docIDs("", "kb"))
+	testkit.Diff(t, "c keeps created_at", at(time.Minute), field(e.ok(getReq("", "/a1/rag/indices/kb/documents/c")), "created_at"))
+	e.fails(getReq("", "/a1/rag/indices/kb/documents/a"), testkit.WantError(errcat.DocumentNotFound, "doc_id"))
 }
 
 func TestReplaceVersusAppend(t *testing.T) {
@@ -140,28 +142,28 @@ func TestReplaceVersusAppend(t *testing.T) {
 		{"replace creates another index", replaceReq("", "kb2", doc("z", "zebra", nil)), []string{"c"}, []string{"c#0"}},
 	}
 	for _, s := range steps {
-		e.run(t, s.name, func(t *testing.T) {
+		e.Run(t, s.name, func(t *testing.T) {
 			e.ok(s.q)
-			diffT(t, "documents", s.wantDocs, e.docIDs("", "kb"))
-			diffT(t, "search", s.wantSearch, e.search("", "kb", "q=apple+banana+cherry+date&k=50"))
+			testkit.Diff(t, "documents", s.wantDocs, e.docIDs("", "kb"))
+			testkit.Diff(t, "search", s.wantSearch, e.search("", "kb", "q=apple+banana+cherry+date&k=50"))
 		})
 	}
 	var ids []string
 	for _, ix := range data(e.ok(getReq("", "/a1/rag/indices"))) {
 		ids = append(ids, fmt.Sprintf("%s/%v", field(ix, "id"), field(ix, "document_count")))
 	}
-	diffT(t, "indices", []string{"kb/1", "kb2/1"}, ids)
+	testkit.Diff(t, "indices", []string{"kb/1", "kb2/1"}, ids)
 }
 
 func TestListIndices(t *testing.T) {
 	e := newEnv(t)
-	diffT(t, "empty", map[string]any{"object": "list", "data": []any{}}, e.ok(getReq("", "/a1/rag/indices")))
+	testkit.Diff(t, "empty", map[string]any{"object": "list", "data": []any{}}, e.ok(getReq("", "/a1/rag/indices")))
 	e.replace("", "zeta", doc("a", "one two", nil), doc("b", "three", nil))
 	e.clk.Advance(time.Second)
 	e.appendDocs("", "alpha", doc("a", strings.Repeat("word ", 150), nil)) // 750 characters: 2 chunks
 	e.replace("", "alpha1", doc("a", "x", nil))
 	at := func(d time.Duration) string { return t0.Add(d).Format(time.RFC3339Nano) }
-	diffT(t, "list", map[string]any{"object": "list", "data": []any{
+	testkit.Diff(t, "list", map[string]any{"object": "list", "data": []any{
 		map[string]any{"id": "alpha", "document_count": 1.0, "chunk_count": 2.0, "created_at": at(time.Second), "updated_at": at(time.Second)},
 		map[string]any{"id": "alpha1", "document_count": 1.0, "chunk_count": 1.0, "created_at": at(time.Second), "updated_at": at(time.Second)},
 		map[string]any{"id": "zeta", "document_count": 2.0, "chunk_count": 2.0, "created_at": at(0), "updated_at": at(0)},
@@ -174,40 +176,40 @@ func TestGetAndDeleteDocument(t *testing.T) {
 	tests := []struct {
 		name string
 		q    req
-		want apiErr
+		want testkit.Error
 	}{
-		{"get unknown index", getReq("", "/a1/rag/indices/nope/documents/a"), wantErr(errcat.IndexNotFound, "id")},
-		{"get invalid index id", getReq("", "/a1/rag/indices/%2Ekb/documents/a"), wantErr(errcat.IndexNotFound, "id")},
-		{"get unknown doc", getReq("", "/a1/rag/indices/kb/documents/zz"), wantErr(errcat.DocumentNotFound, "doc_id")},
-		{"get invalid doc id", getReq("", "/a1/rag/indices/kb/documents/a%20b"), wantErr(errcat.DocumentNotFound, "doc_id")},
-		{"list unknown index", getReq("", "/a1/rag/indices/nope/documents"), wantErr(errcat.IndexNotFound, "id")},
-		{"delete unknown index", req{method: "DELETE", path: "/a1/rag/indices/nope/documents/a"}, wantErr(errcat.IndexNotFound, "id")},
-		{"delete unknown doc", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/zz"}, wantErr(errcat.DocumentNotFound, "doc_id")},
-		{"delete invalid doc id", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/-x"}, wantErr(errcat.DocumentNotFound, "doc_id")},
+		{"get unknown index", getReq("", "/a1/rag/indices/nope/documents/a"), testkit.WantError(errcat.IndexNotFound, "id")},
+		{"get invalid index id", getReq("", "/a1/rag/indices/%2Ekb/documents/a"), testkit.WantError(errcat.IndexNotFound, "id")},
+		{"get unknown doc", getReq("", "/a1/rag/indices/kb/documents/zz"), testkit.WantError(errcat.DocumentNotFound, "doc_id")},
+		{"get invalid doc id", getReq("", "/a1/rag/indices/kb/documents/a%20b"), testkit.WantError(errcat.DocumentNotFound, "doc_id")},
+		{"list unknown index", getReq("", "/a1/rag/indices/nope/documents"), testkit.WantError(errcat.IndexNotFound, "id")},
+		{"delete unknown index", req{method: "DELETE", path: "/a1/rag/indices/nope/documents/a"}, testkit.WantError(errcat.IndexNotFound, "id")},
+		{"delete unknown doc", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/zz"}, testkit.WantError(errcat.DocumentNotFound, "doc_id")},
+		{"delete invalid doc id", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/-x"}, testkit.WantError(errcat.DocumentNotFound, "doc_id")},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
+		e.Run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
 	}
 
 	e.clk.Advance(time.Minute)
-	diffT(t, "delete a", map[string]any{"deleted": true, "id": "kb", "doc_id": "a"},
+	testkit.Diff(t, "delete a", map[string]any{"deleted": true, "id": "kb", "doc_id": "a"},
 		e.ok(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a"}))
-	e.fails(getReq("", "/a1/rag/indices/kb/documents/a"), wantErr(errcat.DocumentNotFound, "doc_id"))
-	e.fails(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a"}, wantErr(errcat.DocumentNotFound, "doc_id"))
-	diffT(t, "documents", []string{"b"}, e.docIDs("", "kb"))
-	diffT(t, "search after delete", []string{"b#0"}, e.search("", "kb", "q=alpha+words"))
+	e.fails(getReq("", "/a1/rag/indices/kb/documents/a"), testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+	e.fails(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a"}, testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+	testkit.Diff(t, "documents", []string{"b"}, e.docIDs("", "kb"))
+	testkit.Diff(t, "search after delete", []string{"b#0"}, e.search("", "kb", "q=alpha+words"))
 
 	// Deleting the last document leaves the index, empty.
 	e.ok(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/b"})
-	diffT(t, "empty index", map[string]any{"object": "list", "data": []any{
+	testkit.Diff(t, "empty index", map[string]any{"object": "list", "data": []any{
 		map[string]any{"id": "kb", "document_count": 0.0, "chunk_count": 0.0,
 			"created_at": t0.Format(time.RFC3339Nano), "updated_at": t0.Add(time.Minute).Format(time.RFC3339Nano)},
 	}}, e.ok(getReq("", "/a1/rag/indices")))
-	diffT(t, "documents of empty index", []string{}, e.docIDs("", "kb"))
-	diffT(t, "search of empty index", []string{}, e.search("", "kb", "q=words"))
+	testkit.Diff(t, "documents of empty index", []string{}, e.docIDs("", "kb"))
+	testkit.Diff(t, "search of empty index", []string{}, e.search("", "kb", "q=words"))
 	// And it can be filled again.
 	e.appendDocs("", "kb", doc("c", "gamma words", nil))
-	diffT(t, "search after refill", []string{"c#0"}, e.search("", "kb", "q=words"))
+	testkit.Diff(t, "search after refill", []string{"c#0"}, e.search("", "kb", "q=words"))
 }
 
 func TestTenantIsolation(t *testing.T) {
@@ -217,34 +219,34 @@ func TestTenantIsolation(t *testing.T) {
 	tests := []struct {
 		name string
 		q    req
-		want apiErr
+		want testkit.Error
 	}{
-		{"list documents", getReq(other, "/a1/rag/indices/kb/documents"), wantErr(errcat.IndexNotFound, "id")},
-		{"get document", getReq(other, "/a1/rag/indices/kb/documents/a"), wantErr(errcat.IndexNotFound, "id")},
-		{"delete document", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a", tenant: other}, wantErr(errcat.IndexNotFound, "id")},
-		{"search", getReq(other, "/a1/rag/indices/kb/search?q=secret"), wantErr(errcat.IndexNotFound, "id")},
+		{"list documents", getReq(other, "/a1/rag/indices/kb/documents"), testkit.WantError(errcat.IndexNotFound, "id")},
+		{"get document", getReq(other, "/a1/rag/indices/kb/documents/a"), testkit.WantError(errcat.IndexNotFound, "id")},
+		{"delete document", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a", tenant: other}, testkit.WantError(errcat.IndexNotFound, "id")},
+		{"search", getReq(other, "/a1/rag/indices/kb/search?q=secret"), testkit.WantError(errcat.IndexNotFound, "id")},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
+		e.Run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
 	}
 	status, body := e.tool(other, map[string]any{"index": "kb", "query": "secret"})
-	diffT(t, "tool", wantErr(errcat.IndexNotFound, "id"), errOf(status, body))
-	diffT(t, "other's indices", []any{}, data(e.ok(getReq(other, "/a1/rag/indices"))))
+	testkit.Diff(t, "tool", testkit.WantError(errcat.IndexNotFound, "id"), testkit.ErrorOf(t, status, body))
+	testkit.Diff(t, "other's indices", []any{}, data(e.ok(getReq(other, "/a1/rag/indices"))))
 
 	// The same id in another tenant is another index.
 	e.replace(other, "kb", doc("a", "globex public notes", nil), doc("b", "more notes", nil))
-	diffT(t, "globex search", []string{}, e.search(other, "kb", "q=secret"))
-	diffT(t, "acme search", []string{"a#0"}, e.search("acme", "kb", "q=secret"))
-	diffT(t, "acme documents", []string{"a"}, e.docIDs("acme", "kb"))
-	diffT(t, "globex documents", []string{"a", "b"}, e.docIDs(other, "kb"))
-	diffT(t, "acme text", "secret plans of acme", field(e.ok(getReq("acme", "/a1/rag/indices/kb/documents/a")), "text"))
+	testkit.Diff(t, "globex search", []string{}, e.search(other, "kb", "q=secret"))
+	testkit.Diff(t, "acme search", []string{"a#0"}, e.search("acme", "kb", "q=secret"))
+	testkit.Diff(t, "acme documents", []string{"a"}, e.docIDs("acme", "kb"))
+	testkit.Diff(t, "globex documents", []string{"a", "b"}, e.docIDs(other, "kb"))
+	testkit.Diff(t, "acme text", "secret plans of acme", field(e.ok(getReq("acme", "/a1/rag/indices/kb/documents/a")), "text"))
 	// Deleting in one tenant leaves the other alone.
 	e.ok(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a", tenant: other})
-	diffT(t, "acme documents after globex delete", []string{"a"}, e.docIDs("acme", "kb"))
+	testkit.Diff(t, "acme documents after globex delete", []string{"a"}, e.docIDs("acme", "kb"))
 	// A tenant id that is a prefix of another does not see its indices.
 	e.replace("acm", "x", doc("a", "t", nil))
-	diffT(t, "acme indices", 1, len(data(e.ok(getReq("acme", "/a1/rag/indices")))))
-	diffT(t, "acm indices", 1, len(data(e.ok(getReq("acm", "/a1/rag/indices")))))
+	testkit.Diff(t, "acme indices", 1, len(data(e.ok(getReq("acme", "/a1/rag/indices")))))
+	testkit.Diff(t, "acm indices", 1, len(data(e.ok(getReq("acm", "/a1/rag/indices")))))
 }
 
 func TestMaxDocumentsPerIndex(t *testing.T) {
@@ -261,13 +263,13 @@ func TestMaxDocumentsPerIndex(t *testing.T) {
 	}
 	// Replacing existing documents is fine at the limit; one more is not.
 	e.appendDocs("", "kb", batch(0, 10)...)
-	e.fails(appendReq("", "kb", batch(rag.MaxDocumentsPerIndex-1, 2)...), wantErr(errcat.InvalidField, "body.documents"))
+	e.fails(appendReq("", "kb", batch(rag.MaxDocumentsPerIndex-1, 2)...), testkit.WantError(errcat.InvalidField, "body.documents"))
 	ix := data(e.ok(getReq("", "/a1/rag/indices")))[0]
-	diffT(t, "document_count", float64(rag.MaxDocumentsPerIndex), field(ix, "document_count"))
+	testkit.Diff(t, "document_count", float64(rag.MaxDocumentsPerIndex), field(ix, "document_count"))
 	// A full replace starts over.
 	got := e.replace("", "kb", doc("a", "w", nil))
-	diffT(t, "removed", float64(rag.MaxDocumentsPerIndex), field(got, "removed"))
-	diffT(t, "documents", []string{"a"}, e.docIDs("", "kb"))
+	testkit.Diff(t, "removed", float64(rag.MaxDocumentsPerIndex), field(got, "removed"))
+	testkit.Diff(t, "documents", []string{"a"}, e.docIDs("", "kb"))
 }
 
 func TestConcurrentAppends(t *testing.T) {
@@ -278,13 +280,13 @@ func TestConcurrentAppends(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := newRequest(appendReq("", "kb", doc(fmt.Sprintf("d%02d", i), "shared words here", nil)), nil)
+			r, err := request(appendReq("", "kb", doc(fmt.Sprintf("d%02d", i), "shared words here", nil)), nil).Build()
 			if err != nil {
 				errs <- err
 				return
 			}
-			w := newRecorder()
-			e.h.ServeHTTP(w, r)
+			w := httptest.NewRecorder()
+			e.H.ServeHTTP(w, r)
 			if w.Code != http.StatusOK {
 				errs <- fmt.Errorf("append %d: %d %s", i, w.Code, w.Body)
 			}
@@ -296,13 +298,13 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Error(err)
 	}
 	ix := data(e.ok(getReq("", "/a1/rag/indices")))[0]
-	diffT(t, "document_count", 20.0, field(ix, "document_count"))
-	diffT(t, "hits", 20, len(e.search("", "kb", "q=shared&k=50")))
+	testkit.Diff(t, "document_count", 20.0, field(ix, "document_count"))
+	testkit.Diff(t, "hits", 20, len(e.search("", "kb", "q=shared&k=50")))
 }
 
 func TestServiceOverSameStoreSeesData(t *testing.T) {
 	e := newEnv(t)
 	e.replace("", "kb", doc("a", "persistent text", nil))
 	e2 := newEnvOver(t, e.st, e.st, e.clk)
-	diffT(t, "search", []string{"a#0"}, e2.search("", "kb", "q=persistent"))
+	testkit.Diff(t, "search", []string{"a#0"}, e2.search("", "kb", "q=persistent"))
 }

@@ -1,23 +1,18 @@
 package rag_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
-	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/rag"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tools"
-	"github.com/google/go-cmp/cmp"
-	"github.com/julienschmidt/httprouter"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -25,12 +20,11 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // env is a rag Service behind the routes the root wires, with a stand-in for
 // the root's auth middleware: the tenant comes from the test's request.
 type env struct {
-	t   *testing.T
-	st  *memstore.Store
-	clk *clock.Fake
-	svc *rag.Service
-	reg *tools.Registry
-	h   http.Handler
+	testkit.Client // T is the test or subtest; H the routes
+	st             *memstore.Store
+	clk            *clock.Fake
+	svc            *rag.Service
+	reg            *tools.Registry
 	// deny lists scopes the next requests' principal is denied.
 	deny []string
 }
@@ -46,31 +40,24 @@ func newEnv(t *testing.T) *env {
 // failure injection).
 func newEnvOver(t *testing.T, st *memstore.Store, s store.Store, clk *clock.Fake) *env {
 	t.Helper()
-	e := &env{t: t, st: st, clk: clk}
+	e := &env{Client: testkit.Client{T: t}, st: st, clk: clk}
 	e.svc = rag.New(rag.Config{Store: s, Clock: clk})
 	reg, err := tools.NewRegistry(e.svc.Tool())
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.reg = reg
-	r := httprouter.New()
-	for _, rt := range []struct {
-		method, path string
-		h            http.HandlerFunc
-	}{
+	e.H = testkit.Router(t, map[string]http.HandlerFunc{
 		// The route list of the report, as the root wires it.
-		{"GET", "/a1/rag/indices", e.svc.ListIndices},
-		{"POST", "/a1/rag/indices/:id/documents", e.svc.ReplaceDocuments},
-		{"POST", "/a1/rag/indices/:id/documents/append", e.svc.AppendDocuments},
-		{"GET", "/a1/rag/indices/:id/documents", e.svc.ListDocuments},
-		{"GET", "/a1/rag/indices/:id/documents/:doc_id", e.svc.GetDocument},
-		{"DELETE", "/a1/rag/indices/:id/documents/:doc_id", e.svc.DeleteDocument},
-		{"GET", "/a1/rag/indices/:id/search", e.svc.SearchIndex},
-		{"POST", "/v1/tools/execute", reg.Execute},
-	} {
-		r.Handler(rt.method, rt.path, rt.h)
-	}
-	e.h = r
+		"GET /a1/rag/indices":                          e.svc.ListIndices,
+		"POST /a1/rag/indices/:id/documents":           e.svc.ReplaceDocuments,
+		"POST /a1/rag/indices/:id/documents/append":    e.svc.AppendDocuments,
+		"GET /a1/rag/indices/:id/documents":            e.svc.ListDocuments,
+		"GET /a1/rag/indices/:id/documents/:doc_id":    e.svc.GetDocument,
+		"DELETE /a1/rag/indices/:id/documents/:doc_id": e.svc.DeleteDocument,
+		"GET /a1/rag/indices/:id/search":               e.svc.SearchIndex,
+		"POST /v1/tools/execute":                       reg.Execute,
+	})
 	return e
 }
 
@@ -81,22 +68,10 @@ type req struct {
 	body         any // string sent verbatim, anything else as JSON
 }
 
-// newRequest builds q as the root's middleware hands it to a handler: with a
+// request is q as the root's middleware hands it to a handler: with a
 // principal of the tenant that denies the scopes deny.
-func newRequest(q req, deny []string) (*http.Request, error) {
-	var body []byte
-	switch b := q.body.(type) {
-	case nil:
-	case string:
-		body = []byte(b)
-	default:
-		var err error
-		if body, err = json.Marshal(b); err != nil {
-			return nil, fmt.Errorf("body of %s %s: %w", q.method, q.path, err)
-		}
-	}
-	r := httptest.NewRequest(q.method, q.path, bytes.NewReader(body))
-	return r.WithContext(auth.NewContext(r.Context(), principal(q.tenant, deny))), nil
+func request(q req, deny []string) testkit.Request {
+	return testkit.Request{Method: q.method, Target: q.path, Body: q.body, Principal: principal(q.tenant, deny)}
 }
 
 // principal is a member token of tenant ("" means acme) denied deny.
@@ -109,74 +84,20 @@ func principal(tenant string, deny []string) *auth.Principal {
 
 // do sends q and returns the status and the decoded JSON body.
 func (e *env) do(q req) (int, any) {
-	e.t.Helper()
-	r, err := newRequest(q, e.deny)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		e.t.Fatalf("%s %s: Content-Type %q", q.method, q.path, ct)
-	}
-	var out any
-	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
-		e.t.Fatalf("%s %s: body %q: %v", q.method, q.path, w.Body.String(), err)
-	}
-	return w.Code, out
+	e.T.Helper()
+	return e.JSON(request(q, e.deny))
 }
 
 // ok sends q, wants 200 and returns the body.
 func (e *env) ok(q req) any {
-	e.t.Helper()
-	status, out := e.do(q)
-	if status != http.StatusOK {
-		e.t.Fatalf("%s %s: status %d, want 200; body %v", q.method, q.path, status, out)
-	}
-	return out
-}
-
-// apiErr is the part of an error envelope the tests compare.
-type apiErr struct {
-	Status      int
-	Code, Param string
-}
-
-// errOf returns the error of an answer, or the zero apiErr for a 200.
-func errOf(status int, body any) apiErr {
-	if status == http.StatusOK {
-		return apiErr{}
-	}
-	e, _ := field(body, "error").(map[string]any)
-	code, _ := e["code"].(string)
-	param, _ := e["param"].(string)
-	return apiErr{Status: status, Code: code, Param: param}
-}
-
-// wantErr builds the expected apiErr of code, with the catalog's status.
-func wantErr(code errcat.Code, param string) apiErr {
-	return apiErr{Status: errcat.Lookup(code).HTTPStatus, Code: string(code), Param: param}
+	e.T.Helper()
+	return e.OK(request(q, e.deny))
 }
 
 // fails sends q and compares its error with want.
-func (e *env) fails(q req, want apiErr) {
-	e.t.Helper()
-	status, body := e.do(q)
-	if diff := cmp.Diff(want, errOf(status, body)); diff != "" {
-		e.t.Errorf("%s %s error mismatch (-want +got):\n%s", q.method, q.path, diff)
-	}
-}
-
-// run runs f as the subtest name of t, with e reporting to the subtest while
-// it runs.
-func (e *env) run(t *testing.T, name string, f func(t *testing.T)) {
-	t.Helper()
-	t.Run(name, func(t *testing.T) {
-		parent := e.t
-		e.t = t
-		defer func() { e.t = parent }()
-		f(t)
-	})
+func (e *env) fails(q req, want testkit.Error) {
+	e.T.Helper()
+	e.Fails(request(q, e.deny), want)
 }
 
 // doc is a document of a write body; metadata nil sends none.
@@ -202,19 +123,19 @@ func getReq(tenant, path string) req { return req{method: "GET", path: path, ten
 
 // replace writes ds as the whole index and returns the answer.
 func (e *env) replace(tenant, index string, ds ...map[string]any) any {
-	e.t.Helper()
+	e.T.Helper()
 	return e.ok(replaceReq(tenant, index, ds...))
 }
 
 // appendDocs appends ds to the index and returns the answer.
 func (e *env) appendDocs(tenant, index string, ds ...map[string]any) any {
-	e.t.Helper()
+	e.T.Helper()
 	return e.ok(appendReq(tenant, index, ds...))
 }
 
 // docIDs returns the doc_ids GET .../documents lists.
 func (e *env) docIDs(tenant, index string) []string {
-	e.t.Helper()
+	e.T.Helper()
 	out := []string{}
 	for _, d := range data(e.ok(getReq(tenant, "/a1/rag/indices/"+index+"/documents"))) {
 		out = append(out, field(d, "doc_id").(string))
@@ -224,7 +145,7 @@ func (e *env) docIDs(tenant, index string) []string {
 
 // search returns the hits of a search as "doc_id#chunk_index".
 func (e *env) search(tenant, index, query string) []string {
-	e.t.Helper()
+	e.T.Helper()
 	return hitIDs(e.ok(getReq(tenant, "/a1/rag/indices/"+index+"/search?"+query)))
 }
 
@@ -238,7 +159,7 @@ func hitIDs(list any) []string {
 
 // tool executes rag_search through POST /v1/tools/execute.
 func (e *env) tool(tenant string, args any) (int, any) {
-	e.t.Helper()
+	e.T.Helper()
 	return e.do(req{method: "POST", path: "/v1/tools/execute", tenant: tenant,
 		body: map[string]any{"name": "rag_search", "arguments": args}})
 }
@@ -255,18 +176,11 @@ func data(list any) []any {
 	return d
 }
 
-func diffT(t *testing.T, what string, want, got any, opts ...cmp.Option) {
-	t.Helper()
-	if diff := cmp.Diff(want, got, opts...); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
-	}
-}
-
 // snapshot is what the API shows of an index: the list of indices, the
 // index's documents with their texts, and a search, so that tests can check
 // that a failed write changed nothing.
 func (e *env) snapshot(tenant, index, query string) map[string]any {
-	e.t.Helper()
+	e.T.Helper()
 	out := map[string]any{"indices": e.ok(getReq(tenant, "/a1/rag/indices"))}
 	status, docs := e.do(getReq(tenant, "/a1/rag/indices/"+index+"/documents"))
 	out["documents"] = docs
@@ -280,5 +194,3 @@ func (e *env) snapshot(tenant, index, query string) map[string]any {
 	}
 	return out
 }
-
-func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }

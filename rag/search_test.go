@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/rag"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -17,7 +18,7 @@ import (
 // Every document is one chunk. Term counts: d1 6, d2 3, d3 3, d4 2, so N = 4
 // chunks and avgdl = 14/4 = 3.5.
 func corpus(e *env, tenant, index string) {
-	e.t.Helper()
+	e.T.Helper()
 	e.replace(tenant, index,
 		doc("d1", "The cat sat on the mat.", map[string]any{"n": 1}),
 		doc("d2", "the dog sat", nil),
@@ -70,18 +71,18 @@ func TestBM25Ranking(t *testing.T) {
 		{"!!! ???", []hit{}},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.q, func(t *testing.T) {
+		e.Run(t, tc.q, func(t *testing.T) {
 			got := hitsOf(e.ok(getReq("", "/a1/rag/indices/kb/search?q="+url.QueryEscape(tc.q))))
-			diffT(t, "hits", tc.want, got, approx)
+			testkit.Diff(t, "hits", tc.want, got, approx)
 		})
 	}
 	// The hand-written values are the formula's.
-	diffT(t, "formula", []float64{1.1236280611, 0.5364053558, 1.3300459938, 0.7361701090, 1.4599355265},
+	testkit.Diff(t, "formula", []float64{1.1236280611, 0.5364053558, 1.3300459938, 0.7361701090, 1.4599355265},
 		[]float64{bm25(3, 3, 2), bm25(1, 6, 2), bm25(1, 6, 2) + bm25(2, 6, 2), bm25(1, 3, 2), bm25(1, 2, 1)}, approx)
 
 	// A hit carries the chunk and the document's metadata.
 	got := e.ok(getReq("", "/a1/rag/indices/kb/search?q=mat&k=1"))
-	diffT(t, "hit", map[string]any{"object": "list", "data": []any{map[string]any{
+	testkit.Diff(t, "hit", map[string]any{"object": "list", "data": []any{map[string]any{
 		"doc_id": "d1", "chunk_index": 0.0, "chunk": "The cat sat on the mat.", "score": bm25(1, 6, 1), "metadata": map[string]any{"n": 1.0},
 	}}}, got, approx)
 }
@@ -91,33 +92,33 @@ func TestSearchValidation(t *testing.T) {
 	corpus(e, "", "kb")
 	tests := []struct {
 		name, path string
-		want       apiErr
+		want       testkit.Error
 		wantHits   int
 	}{
-		{"ok default k", "/a1/rag/indices/kb/search?q=the", apiErr{}, 2},
-		{"ok k", "/a1/rag/indices/kb/search?q=the&k=1", apiErr{}, 1},
-		{"ok k max", "/a1/rag/indices/kb/search?q=the&k=50", apiErr{}, 2},
-		{"no q", "/a1/rag/indices/kb/search", wantErr(errcat.MissingField, "query.q"), 0},
-		{"no q but k", "/a1/rag/indices/kb/search?k=2", wantErr(errcat.MissingField, "query.q"), 0},
-		{"empty q", "/a1/rag/indices/kb/search?q=", wantErr(errcat.InvalidField, "query.q"), 0},
-		{"blank q", "/a1/rag/indices/kb/search?q=+++", wantErr(errcat.InvalidField, "query.q"), 0},
-		{"q too long", "/a1/rag/indices/kb/search?q=" + strings.Repeat("a", rag.MaxQueryBytes+1), wantErr(errcat.InvalidField, "query.q"), 0},
-		{"k zero", "/a1/rag/indices/kb/search?q=cat&k=0", wantErr(errcat.InvalidField, "query.k"), 0},
-		{"k negative", "/a1/rag/indices/kb/search?q=cat&k=-1", wantErr(errcat.InvalidField, "query.k"), 0},
-		{"k over max", "/a1/rag/indices/kb/search?q=cat&k=51", wantErr(errcat.InvalidField, "query.k"), 0},
-		{"k not a number", "/a1/rag/indices/kb/search?q=cat&k=five", wantErr(errcat.InvalidField, "query.k"), 0},
-		{"k fraction", "/a1/rag/indices/kb/search?q=cat&k=2.5", wantErr(errcat.InvalidField, "query.k"), 0},
-		{"k empty", "/a1/rag/indices/kb/search?q=cat&k=", wantErr(errcat.InvalidField, "query.k"), 0},
-		{"unknown index", "/a1/rag/indices/nope/search?q=cat", wantErr(errcat.IndexNotFound, "id"), 0},
-		{"invalid index id", "/a1/rag/indices/-x/search?q=cat", wantErr(errcat.IndexNotFound, "id"), 0},
-		{"query checked before index", "/a1/rag/indices/nope/search?q=cat&k=0", wantErr(errcat.InvalidField, "query.k"), 0},
+		{"ok default k", "/a1/rag/indices/kb/search?q=the", testkit.Error{}, 2},
+		{"ok k", "/a1/rag/indices/kb/search?q=the&k=1", testkit.Error{}, 1},
+		{"ok k max", "/a1/rag/indices/kb/search?q=the&k=50", testkit.Error{}, 2},
+		{"no q", "/a1/rag/indices/kb/search", testkit.WantError(errcat.MissingField, "query.q"), 0},
+		{"no q but k", "/a1/rag/indices/kb/search?k=2", testkit.WantError(errcat.MissingField, "query.q"), 0},
+		{"empty q", "/a1/rag/indices/kb/search?q=", testkit.WantError(errcat.InvalidField, "query.q"), 0},
+		{"blank q", "/a1/rag/indices/kb/search?q=+++", testkit.WantError(errcat.InvalidField, "query.q"), 0},
+		{"q too long", "/a1/rag/indices/kb/search?q=" + strings.Repeat("a", rag.MaxQueryBytes+1), testkit.WantError(errcat.InvalidField, "query.q"), 0},
+		{"k zero", "/a1/rag/indices/kb/search?q=cat&k=0", testkit.WantError(errcat.InvalidField, "query.k"), 0},
+		{"k negative", "/a1/rag/indices/kb/search?q=cat&k=-1", testkit.WantError(errcat.InvalidField, "query.k"), 0},
+		{"k over max", "/a1/rag/indices/kb/search?q=cat&k=51", testkit.WantError(errcat.InvalidField, "query.k"), 0},
+		{"k not a number", "/a1/rag/indices/kb/search?q=cat&k=five", testkit.WantError(errcat.InvalidField, "query.k"), 0},
+		{"k fraction", "/a1/rag/indices/kb/search?q=cat&k=2.5", testkit.WantError(errcat.InvalidField, "query.k"), 0},
+		{"k empty", "/a1/rag/indices/kb/search?q=cat&k=", testkit.WantError(errcat.InvalidField, "query.k"), 0},
+		{"unknown index", "/a1/rag/indices/nope/search?q=cat", testkit.WantError(errcat.IndexNotFound, "id"), 0},
+		{"invalid index id", "/a1/rag/indices/-x/search?q=cat", testkit.WantError(errcat.IndexNotFound, "id"), 0},
+		{"query checked before index", "/a1/rag/indices/nope/search?q=cat&k=0", testkit.WantError(errcat.InvalidField, "query.k"), 0},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.name, func(t *testing.T) {
+		e.Run(t, tc.name, func(t *testing.T) {
 			status, body := e.do(getReq("", tc.path))
-			diffT(t, "error", tc.want, errOf(status, body))
-			if tc.want == (apiErr{}) {
-				diffT(t, "hits", tc.wantHits, len(data(body)))
+			testkit.Diff(t, "error", tc.want, testkit.ErrorOf(t, status, body))
+			if tc.want == (testkit.Error{}) {
+				testkit.Diff(t, "hits", tc.wantHits, len(data(body)))
 			}
 		})
 	}
@@ -131,17 +132,17 @@ func TestSearchKAndTieBreak(t *testing.T) {
 		ds = append(ds, doc(id, "same words", nil))
 	}
 	e.replace("", "kb", ds...)
-	diffT(t, "default k", []string{"a#0", "b#0", "c#0", "d#0", "e#0"}, e.search("", "kb", "q=words"))
-	diffT(t, "k=2", []string{"a#0", "b#0"}, e.search("", "kb", "q=words&k=2"))
-	diffT(t, "k=50", []string{"a#0", "b#0", "c#0", "d#0", "e#0", "f#0", "g#0"}, e.search("", "kb", "q=words&k=50"))
+	testkit.Diff(t, "default k", []string{"a#0", "b#0", "c#0", "d#0", "e#0"}, e.search("", "kb", "q=words"))
+	testkit.Diff(t, "k=2", []string{"a#0", "b#0"}, e.search("", "kb", "q=words&k=2"))
+	testkit.Diff(t, "k=50", []string{"a#0", "b#0", "c#0", "d#0", "e#0", "f#0", "g#0"}, e.search("", "kb", "q=words&k=50"))
 
 	// Equal chunks of one document: by chunk index.
 	para := strings.TrimSpace(strings.Repeat("lorem ipsum ", 25)) // 299 characters
 	e.replace("", "kb2", doc("z", para+"\n\n"+para+"\n\n"+para, nil))
-	diffT(t, "chunks", []string{"z#0", "z#1", "z#2"}, e.search("", "kb2", "q=ipsum"))
+	testkit.Diff(t, "chunks", []string{"z#0", "z#1", "z#2"}, e.search("", "kb2", "q=ipsum"))
 	list := e.ok(getReq("", "/a1/rag/indices/kb2/search?q=ipsum"))
 	for i, h := range data(list) {
-		diffT(t, fmt.Sprintf("chunk %d", i), para, field(h, "chunk"))
+		testkit.Diff(t, fmt.Sprintf("chunk %d", i), para, field(h, "chunk"))
 	}
 }
 
@@ -162,7 +163,7 @@ func TestSearchStatsAfterChanges(t *testing.T) {
 	for _, q := range []string{"alpha", "beta", "gamma delta", "zeta", "alpha beta gamma delta zeta"} {
 		want := e.ok(getReq("", "/a1/rag/indices/clean/search?k=50&q="+url.QueryEscape(q)))
 		got := e.ok(getReq("", "/a1/rag/indices/messy/search?k=50&q="+url.QueryEscape(q)))
-		diffT(t, "search "+q, want, got)
+		testkit.Diff(t, "search "+q, want, got)
 	}
 	if hits := e.search("", "messy", "q=delta&k=50"); len(hits) == 0 || strings.Contains(strings.Join(hits, ","), "tmp") {
 		t.Errorf("delta hits %v: want b's chunks only", hits)
@@ -197,7 +198,7 @@ func TestSearchFunc(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hits, err := e.svc.Search(ctx, tc.tenant, tc.index, tc.q, tc.k)
 			if tc.wantErr != "" {
-				diffT(t, "error", tc.wantErr, errcat.CodeOf(err))
+				testkit.Diff(t, "error", tc.wantErr, errcat.CodeOf(err))
 				return
 			}
 			if err != nil {
@@ -206,14 +207,14 @@ func TestSearchFunc(t *testing.T) {
 			if hits == nil {
 				t.Error("hits is nil, want a non-nil slice")
 			}
-			diffT(t, "hits", tc.wantN, len(hits))
+			testkit.Diff(t, "hits", tc.wantN, len(hits))
 		})
 	}
 	hits, err := e.svc.Search(ctx, "acme", "kb", "needle", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	diffT(t, "hits", []rag.Hit{
+	testkit.Diff(t, "hits", []rag.Hit{
 		{DocID: "d00", Chunk: "needle", Score: hits[0].Score},
 		{DocID: "d01", Chunk: "needle", Score: hits[0].Score},
 	}, hits)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/boltstore"
 	"github.com/chatgw/gateway/store/memstore"
@@ -88,8 +89,8 @@ func TestFailedWriteLeavesStateIntact(t *testing.T) {
 				}
 				return errDisk
 			})
-			e.fails(w.q, wantErr(errcat.StorageError, ""))
-			diffT(t, "state after failed commit", before, e.snapshot("", "kb", "cat+xylophone+felines"))
+			e.fails(w.q, testkit.WantError(errcat.StorageError, ""))
+			testkit.Diff(t, "state after failed commit", before, e.snapshot("", "kb", "cat+xylophone+felines"))
 			e.st.FailWith(nil)
 			e.ok(w.q) // and the same write works once the store does
 		})
@@ -117,8 +118,8 @@ func TestWriteFailingMidwayLeavesStateIntact(t *testing.T) {
 					}
 					return
 				}
-				diffT(t, "error", wantErr(errcat.StorageError, ""), errOf(status, body))
-				diffT(t, "state after failed write", before, e.snapshot("", "kb", "cat+xylophone+felines"))
+				testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, status, body))
+				testkit.Diff(t, "state after failed write", before, e.snapshot("", "kb", "cat+xylophone+felines"))
 			})
 		}
 	}
@@ -135,7 +136,7 @@ func TestReadFailures(t *testing.T) {
 		{method: "POST", path: "/v1/tools/execute", body: map[string]any{"name": "rag_search", "arguments": map[string]any{"index": "kb", "query": "cat"}}},
 	} {
 		e.st.FailNext(errDisk)
-		e.fails(q, wantErr(errcat.StorageError, ""))
+		e.fails(q, testkit.WantError(errcat.StorageError, ""))
 	}
 	if _, err := e.svc.Search(context.Background(), "acme", "kb", "cat", 5); err != nil {
 		t.Errorf("Search after the failures: %v", err)
@@ -157,7 +158,7 @@ func TestOverBolt(t *testing.T) {
 	long := strings.Repeat("alpha beta gamma ", 100) + strings.Repeat("z", 3000) // several chunks, one giant word
 	e.appendDocs("", "kb", doc("big", long, map[string]any{"k": "v"}))
 	// The word is cut into six chunks; terms are cut at 64 bytes, in queries too.
-	diffT(t, "giant word hits", []string{"big#4", "big#5", "big#6", "big#7", "big#8", "big#9"},
+	testkit.Diff(t, "giant word hits", []string{"big#4", "big#5", "big#6", "big#7", "big#8", "big#9"},
 		e.search("", "kb", "k=50&q="+strings.Repeat("z", 100)))
 	e.ok(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/big"})
 	got := e.snapshot("", "kb", "cat+bird")
@@ -167,8 +168,8 @@ func TestOverBolt(t *testing.T) {
 			delete(ix.(map[string]any), "updated_at")
 		}
 	}
-	diffT(t, "after add and delete", want, got)
+	testkit.Diff(t, "after add and delete", want, got)
 	e.replace("", "kb", doc("x", "fresh start", nil))
-	diffT(t, "documents", []string{"x"}, e.docIDs("", "kb"))
-	diffT(t, "search", []string{"x#0"}, e.search("", "kb", "q=fresh"))
+	testkit.Diff(t, "documents", []string{"x"}, e.docIDs("", "kb"))
+	testkit.Diff(t, "search", []string{"x#0"}, e.search("", "kb", "q=fresh"))
 }

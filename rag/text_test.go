@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/rag"
 )
 
@@ -27,7 +28,7 @@ func TestTokenize(t *testing.T) {
 		{strings.Repeat("é", 40) + " x", []string{strings.Repeat("é", rag.MaxTermBytes/2), "x"}},
 	}
 	for _, tc := range tests {
-		diffT(t, fmt.Sprintf("Tokenize(%.20q)", tc.in), tc.want, rag.Tokenize(tc.in))
+		testkit.Diff(t, fmt.Sprintf("Tokenize(%.20q)", tc.in), tc.want, rag.Tokenize(tc.in))
 	}
 }
 
@@ -56,7 +57,7 @@ func TestChunk(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			diffT(t, "chunks", tc.want, rag.Chunk(tc.in))
+			testkit.Diff(t, "chunks", tc.want, rag.Chunk(tc.in))
 		})
 	}
 }
@@ -86,6 +87,6 @@ func TestChunkProperties(t *testing.T) {
 			}
 			got = append(got, strings.Fields(c)...)
 		}
-		diffT(t, "words", strings.Fields(text), got)
+		testkit.Diff(t, "words", strings.Fields(text), got)
 	}
 }

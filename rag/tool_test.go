@@ -7,21 +7,22 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/tools"
 )
 
 func TestToolDescription(t *testing.T) {
 	e := newEnv(t)
 	tool := e.svc.Tool()
-	diffT(t, "name", "rag_search", tool.Name)
-	diffT(t, "scope", "rag:read", tool.Scope)
+	testkit.Diff(t, "name", "rag_search", tool.Name)
+	testkit.Diff(t, "scope", "rag:read", tool.Scope)
 	var schema map[string]any
 	if err := json.Unmarshal(tool.Parameters, &schema); err != nil {
 		t.Fatal(err)
 	}
-	diffT(t, "required", []any{"index", "query"}, schema["required"])
+	testkit.Diff(t, "required", []any{"index", "query"}, schema["required"])
 	props, _ := schema["properties"].(map[string]any)
-	diffT(t, "types", map[string]any{"index": "string", "query": "string", "k": "integer"},
+	testkit.Diff(t, "types", map[string]any{"index": "string", "query": "string", "k": "integer"},
 		map[string]any{"index": field(props["index"], "type"), "query": field(props["query"], "type"), "k": field(props["k"], "type")})
 }
 
@@ -39,14 +40,14 @@ func TestToolMatchesSearchEndpoint(t *testing.T) {
 	} {
 		want := e.ok(getReq("", "/a1/rag/indices/kb/search?"+tc.query))
 		status, got := e.tool("", tc.args)
-		diffT(t, "status", http.StatusOK, status)
-		diffT(t, "answer of "+tc.query, want, got)
+		testkit.Diff(t, "status", http.StatusOK, status)
+		testkit.Diff(t, "answer of "+tc.query, want, got)
 	}
 	// Arguments as a JSON string, as OpenAI's function.arguments.
 	want := e.ok(getReq("", "/a1/rag/indices/kb/search?q=cat"))
 	status, got := e.tool("", `{"index":"kb","query":"cat"}`)
-	diffT(t, "status", http.StatusOK, status)
-	diffT(t, "string arguments", want, got)
+	testkit.Diff(t, "status", http.StatusOK, status)
+	testkit.Diff(t, "string arguments", want, got)
 }
 
 func TestToolErrors(t *testing.T) {
@@ -55,31 +56,31 @@ func TestToolErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		args any
-		want apiErr
+		want testkit.Error
 	}{
-		{"no index", map[string]any{"query": "cat"}, wantErr(errcat.MissingField, "body.arguments.index")},
-		{"empty index", map[string]any{"index": "", "query": "cat"}, wantErr(errcat.InvalidField, "body.arguments.index")},
-		{"index a number", map[string]any{"index": 3, "query": "cat"}, wantErr(errcat.InvalidField, "body.arguments.index")},
-		{"no query", map[string]any{"index": "kb"}, wantErr(errcat.MissingField, "body.arguments.query")},
-		{"blank query", map[string]any{"index": "kb", "query": " "}, wantErr(errcat.InvalidField, "body.arguments.query")},
-		{"k zero", map[string]any{"index": "kb", "query": "cat", "k": 0}, wantErr(errcat.InvalidField, "body.arguments.k")},
-		{"k over max", map[string]any{"index": "kb", "query": "cat", "k": 51}, wantErr(errcat.InvalidField, "body.arguments.k")},
-		{"k a string", map[string]any{"index": "kb", "query": "cat", "k": "3"}, wantErr(errcat.InvalidField, "body.arguments.k")},
-		{"k a fraction", map[string]any{"index": "kb", "query": "cat", "k": 2.5}, wantErr(errcat.InvalidField, "body.arguments.k")},
-		{"unknown argument", map[string]any{"index": "kb", "query": "cat", "top": 3}, wantErr(errcat.InvalidField, "body.arguments.top")},
-		{"unknown index", map[string]any{"index": "nope", "query": "cat"}, wantErr(errcat.IndexNotFound, "id")},
-		{"invalid index id", map[string]any{"index": "../kb", "query": "cat"}, wantErr(errcat.IndexNotFound, "id")},
+		{"no index", map[string]any{"query": "cat"}, testkit.WantError(errcat.MissingField, "body.arguments.index")},
+		{"empty index", map[string]any{"index": "", "query": "cat"}, testkit.WantError(errcat.InvalidField, "body.arguments.index")},
+		{"index a number", map[string]any{"index": 3, "query": "cat"}, testkit.WantError(errcat.InvalidField, "body.arguments.index")},
+		{"no query", map[string]any{"index": "kb"}, testkit.WantError(errcat.MissingField, "body.arguments.query")},
+		{"blank query", map[string]any{"index": "kb", "query": " "}, testkit.WantError(errcat.InvalidField, "body.arguments.query")},
+		{"k zero", map[string]any{"index": "kb", "query": "cat", "k": 0}, testkit.WantError(errcat.InvalidField, "body.arguments.k")},
+		{"k over max", map[string]any{"index": "kb", "query": "cat", "k": 51}, testkit.WantError(errcat.InvalidField, "body.arguments.k")},
+		{"k a string", map[string]any{"index": "kb", "query": "cat", "k": "3"}, testkit.WantError(errcat.InvalidField, "body.arguments.k")},
+		{"k a fraction", map[string]any{"index": "kb", "query": "cat", "k": 2.5}, testkit.WantError(errcat.InvalidField, "body.arguments.k")},
+		{"unknown argument", map[string]any{"index": "kb", "query": "cat", "top": 3}, testkit.WantError(errcat.InvalidField, "body.arguments.top")},
+		{"unknown index", map[string]any{"index": "nope", "query": "cat"}, testkit.WantError(errcat.IndexNotFound, "id")},
+		{"invalid index id", map[string]any{"index": "../kb", "query": "cat"}, testkit.WantError(errcat.IndexNotFound, "id")},
 	}
 	for _, tc := range tests {
-		e.run(t, tc.name, func(t *testing.T) {
+		e.Run(t, tc.name, func(t *testing.T) {
 			status, body := e.tool("", tc.args)
-			diffT(t, "error", tc.want, errOf(status, body))
+			testkit.Diff(t, "error", tc.want, testkit.ErrorOf(t, status, body))
 		})
 	}
 
 	e.deny = []string{"rag:read"}
 	status, body := e.tool("", map[string]any{"index": "kb", "query": "cat"})
-	diffT(t, "without rag:read", wantErr(errcat.Forbidden, ""), errOf(status, body))
+	testkit.Diff(t, "without rag:read", testkit.WantError(errcat.Forbidden, ""), testkit.ErrorOf(t, status, body))
 }
 
 func TestToolRunTenantFromCall(t *testing.T) {
@@ -94,16 +95,16 @@ func TestToolRunTenantFromCall(t *testing.T) {
 	b, _ := json.Marshal(out)
 	var got any
 	_ = json.Unmarshal(b, &got)
-	diffT(t, "hits", []string{"d4#0"}, hitIDs(got))
+	testkit.Diff(t, "hits", []string{"d4#0"}, hitIDs(got))
 
 	// Without a principal (scopes already checked by the caller), the tenant
 	// of the call still decides.
 	_, err = e.reg.Run(ctx, "rag_search", tools.Call{TenantID: "globex", Arguments: args})
-	diffT(t, "other tenant", errcat.IndexNotFound, errcat.CodeOf(err))
+	testkit.Diff(t, "other tenant", errcat.IndexNotFound, errcat.CodeOf(err))
 	// A call without TenantID falls back to the principal's tenant.
 	if _, err = e.reg.Run(ctx, "rag_search", tools.Call{Principal: principal("acme", nil), Arguments: args}); err != nil {
 		t.Errorf("tenant from principal: %v", err)
 	}
 	_, err = e.reg.Run(ctx, "rag_search", tools.Call{Arguments: args})
-	diffT(t, "no tenant", errcat.InternalError, errcat.CodeOf(err))
+	testkit.Diff(t, "no tenant", errcat.InternalError, errcat.CodeOf(err))
 }

@@ -1,16 +1,14 @@
 package tenantconfig_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream"
@@ -26,41 +24,16 @@ func catalog(t *testing.T) *upstream.Catalog {
 	return c
 }
 
-type apiErr struct {
-	Status      int
-	Code, Param string
-}
-
-func errOf(status int, body any) apiErr {
-	if status == http.StatusOK {
-		return apiErr{}
-	}
-	m, _ := body.(map[string]any)
-	e, _ := m["error"].(map[string]any)
-	code, _ := e["code"].(string)
-	param, _ := e["param"].(string)
-	return apiErr{Status: status, Code: code, Param: param}
-}
-
-func wantErr(code errcat.Code, param string) apiErr {
-	return apiErr{Status: errcat.Lookup(code).HTTPStatus, Code: string(code), Param: param}
-}
-
-// call runs h for tenant t with body and returns the status and decoded answer.
+// call runs h for tenant t with body ("": none) and returns the status and
+// decoded answer.
 func call(t *testing.T, h http.HandlerFunc, method string, tenant *auth.Tenant, body string) (int, any) {
 	t.Helper()
-	r := httptest.NewRequest(method, "/v1/tenant/config", bytes.NewBufferString(body))
-	r = r.WithContext(auth.NewContext(r.Context(), &auth.Principal{Tenant: tenant, Role: auth.RoleTenantAdmin}))
-	w := httptest.NewRecorder()
-	h(w, r)
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type %q", ct)
+	q := testkit.Request{Method: method, Target: "/v1/tenant/config",
+		Principal: &auth.Principal{Tenant: tenant, Role: auth.RoleTenantAdmin}}
+	if body != "" {
+		q.Body = body
 	}
-	var out any
-	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
-		t.Fatalf("body %q: %v", w.Body.String(), err)
-	}
-	return w.Code, out
+	return testkit.ServeJSON(t, h, q)
 }
 
 func values(body any) map[string]any {
@@ -132,18 +105,18 @@ func TestGetOperatorDefaults(t *testing.T) {
 func TestPut(t *testing.T) {
 	acme := &auth.Tenant{ID: "acme", Models: []string{"lm-4-scout", "lm-4-scout-local", "lm-embed", "lm-vision"}}
 	lifted := &auth.Tenant{ID: "big", ConfigCaps: map[string]int{"image_gen_rate_per_hour": 500, "image_max_ttl_hours": 1000, "compact_keep_last_n": 50}}
-	invalid := wantErr(errcat.TenantConfigInvalidValue, "key")
-	readonly := wantErr(errcat.TenantConfigKeyReadonly, "key")
+	invalid := testkit.WantError(errcat.TenantConfigInvalidValue, "key")
+	readonly := testkit.WantError(errcat.TenantConfigKeyReadonly, "key")
 	tests := []struct {
 		name   string
 		tenant *auth.Tenant
 		body   string
-		want   apiErr
+		want   testkit.Error
 		key    string // checked in the answer's values when the write succeeds
 		value  any
 	}{
-		{"rate at the cap", acme, `{"key":"image_gen_rate_per_hour","value":200}`, apiErr{}, "image_gen_rate_per_hour", 200.0},
-		{"rate at the minimum", acme, `{"key":"image_gen_rate_per_hour","value":1}`, apiErr{}, "image_gen_rate_per_hour", 1.0},
+		{"rate at the cap", acme, `{"key":"image_gen_rate_per_hour","value":200}`, testkit.Error{}, "image_gen_rate_per_hour", 200.0},
+		{"rate at the minimum", acme, `{"key":"image_gen_rate_per_hour","value":1}`, testkit.Error{}, "image_gen_rate_per_hour", 1.0},
 		{"rate over the cap", acme, `{"key":"image_gen_rate_per_hour","value":201}`, invalid, "", nil},
 		{"rate zero", acme, `{"key":"image_gen_rate_per_hour","value":0}`, invalid, "", nil},
 		{"rate negative", acme, `{"key":"image_gen_rate_per_hour","value":-5}`, invalid, "", nil},
@@ -151,25 +124,25 @@ func TestPut(t *testing.T) {
 		{"rate as a fraction", acme, `{"key":"image_gen_rate_per_hour","value":1.5}`, invalid, "", nil},
 		{"rate huge", acme, `{"key":"image_gen_rate_per_hour","value":1e30}`, invalid, "", nil},
 		{"rate as a bool", acme, `{"key":"image_gen_rate_per_hour","value":true}`, invalid, "", nil},
-		{"rate lifted by config_caps", lifted, `{"key":"image_gen_rate_per_hour","value":500}`, apiErr{}, "image_gen_rate_per_hour", 500.0},
+		{"rate lifted by config_caps", lifted, `{"key":"image_gen_rate_per_hour","value":500}`, testkit.Error{}, "image_gen_rate_per_hour", 500.0},
 		{"rate over the lifted cap", lifted, `{"key":"image_gen_rate_per_hour","value":501}`, invalid, "", nil},
-		{"ttl at the cap", acme, `{"key":"image_max_ttl_hours","value":720}`, apiErr{}, "image_max_ttl_hours", 720.0},
+		{"ttl at the cap", acme, `{"key":"image_max_ttl_hours","value":720}`, testkit.Error{}, "image_max_ttl_hours", 720.0},
 		{"ttl over the cap", acme, `{"key":"image_max_ttl_hours","value":721}`, invalid, "", nil},
-		{"ttl lifted", lifted, `{"key":"image_max_ttl_hours","value":1000}`, apiErr{}, "image_max_ttl_hours", 1000.0},
+		{"ttl lifted", lifted, `{"key":"image_max_ttl_hours","value":1000}`, testkit.Error{}, "image_max_ttl_hours", 1000.0},
 		{"ttl zero", acme, `{"key":"image_max_ttl_hours","value":0}`, invalid, "", nil},
-		{"keep at the cap", acme, `{"key":"compact_keep_last_n","value":200}`, apiErr{}, "compact_keep_last_n", 200.0},
+		{"keep at the cap", acme, `{"key":"compact_keep_last_n","value":200}`, testkit.Error{}, "compact_keep_last_n", 200.0},
 		{"keep over the cap", acme, `{"key":"compact_keep_last_n","value":201}`, invalid, "", nil},
-		{"keep under a lowered cap", lifted, `{"key":"compact_keep_last_n","value":50}`, apiErr{}, "compact_keep_last_n", 50.0},
+		{"keep under a lowered cap", lifted, `{"key":"compact_keep_last_n","value":50}`, testkit.Error{}, "compact_keep_last_n", 50.0},
 		{"keep over a lowered cap", lifted, `{"key":"compact_keep_last_n","value":51}`, invalid, "", nil},
 		{"keep zero", acme, `{"key":"compact_keep_last_n","value":0}`, invalid, "", nil},
-		{"reset with null", acme, `{"key":"compact_keep_last_n","value":null}`, apiErr{}, "compact_keep_last_n", 20.0},
-		{"default_model allowed chat alias", acme, `{"key":"default_model","value":"lm-vision"}`, apiErr{}, "default_model", "lm-vision"},
+		{"reset with null", acme, `{"key":"compact_keep_last_n","value":null}`, testkit.Error{}, "compact_keep_last_n", 20.0},
+		{"default_model allowed chat alias", acme, `{"key":"default_model","value":"lm-vision"}`, testkit.Error{}, "default_model", "lm-vision"},
 		{"default_model not in the allowlist", acme, `{"key":"default_model","value":"lm-reasoner"}`, invalid, "", nil},
 		{"default_model not a chat alias", acme, `{"key":"default_model","value":"lm-embed"}`, invalid, "", nil},
 		{"default_model unknown alias", acme, `{"key":"default_model","value":"gpt-9"}`, invalid, "", nil},
 		{"default_model not a string", acme, `{"key":"default_model","value":3}`, invalid, "", nil},
-		{"default_model any chat alias without allowlist", lifted, `{"key":"default_model","value":"lm-reasoner"}`, apiErr{}, "default_model", "lm-reasoner"},
-		{"default_model reset", acme, `{"key":"default_model","value":null}`, apiErr{}, "default_model", "lm-4-scout"},
+		{"default_model any chat alias without allowlist", lifted, `{"key":"default_model","value":"lm-reasoner"}`, testkit.Error{}, "default_model", "lm-reasoner"},
+		{"default_model reset", acme, `{"key":"default_model","value":null}`, testkit.Error{}, "default_model", "lm-4-scout"},
 		{"models is read-only", acme, `{"key":"models","value":["lm-4-scout"]}`, readonly, "", nil},
 		{"consent is read-only", acme, `{"key":"c1_cloud_doc_consent","value":false}`, readonly, "", nil},
 		{"guard is read-only", acme, `{"key":"content_guard","value":"off"}`, readonly, "", nil},
@@ -177,19 +150,19 @@ func TestPut(t *testing.T) {
 		{"caps are read-only", acme, `{"key":"config_caps","value":{}}`, readonly, "", nil},
 		{"quotas are read-only", acme, `{"key":"quotas","value":{}}`, readonly, "", nil},
 		{"unknown key", acme, `{"key":"max_tokens","value":5}`, invalid, "", nil},
-		{"missing key", acme, `{"value":5}`, wantErr(errcat.MissingField, "body.key"), "", nil},
-		{"empty key", acme, `{"key":"","value":5}`, wantErr(errcat.MissingField, "body.key"), "", nil},
-		{"missing value", acme, `{"key":"compact_keep_last_n"}`, wantErr(errcat.MissingField, "body.value"), "", nil},
-		{"key not a string", acme, `{"key":5,"value":5}`, wantErr(errcat.InvalidField, "body.key"), "", nil},
-		{"unknown field", acme, `{"key":"compact_keep_last_n","value":5,"tenant":"x"}`, wantErr(errcat.InvalidField, "body.tenant"), "", nil},
-		{"not JSON", acme, `{`, wantErr(errcat.InvalidJSON, ""), "", nil},
+		{"missing key", acme, `{"value":5}`, testkit.WantError(errcat.MissingField, "body.key"), "", nil},
+		{"empty key", acme, `{"key":"","value":5}`, testkit.WantError(errcat.MissingField, "body.key"), "", nil},
+		{"missing value", acme, `{"key":"compact_keep_last_n"}`, testkit.WantError(errcat.MissingField, "body.value"), "", nil},
+		{"key not a string", acme, `{"key":5,"value":5}`, testkit.WantError(errcat.InvalidField, "body.key"), "", nil},
+		{"unknown field", acme, `{"key":"compact_keep_last_n","value":5,"tenant":"x"}`, testkit.WantError(errcat.InvalidField, "body.tenant"), "", nil},
+		{"not JSON", acme, `{`, testkit.WantError(errcat.InvalidJSON, ""), "", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := memstore.New()
 			svc := tenantconfig.NewService(st, catalog(t))
 			status, body := call(t, svc.Put, "PUT", tc.tenant, tc.body)
-			if diff := cmp.Diff(tc.want, errOf(status, body)); diff != "" {
+			if diff := cmp.Diff(tc.want, testkit.ErrorOf(t, status, body)); diff != "" {
 				t.Fatalf("error mismatch (-want +got):\n%s", diff)
 			}
 			if tc.key == "" {
@@ -274,16 +247,16 @@ func TestStorageError(t *testing.T) {
 	svc := tenantconfig.NewService(st, catalog(t))
 	tenant := &auth.Tenant{ID: "acme"}
 	ctx := context.Background()
-	storage := wantErr(errcat.StorageError, "")
+	storage := testkit.WantError(errcat.StorageError, "")
 
 	st.FailNext(errors.New("disk on fire"))
 	status, body := call(t, svc.Get, "GET", tenant, "")
-	if diff := cmp.Diff(storage, errOf(status, body)); diff != "" {
+	if diff := cmp.Diff(storage, testkit.ErrorOf(t, status, body)); diff != "" {
 		t.Errorf("GET mismatch (-want +got):\n%s", diff)
 	}
 	st.FailNext(errors.New("disk on fire"))
 	status, body = call(t, svc.Put, "PUT", tenant, `{"key":"compact_keep_last_n","value":5}`)
-	if diff := cmp.Diff(storage, errOf(status, body)); diff != "" {
+	if diff := cmp.Diff(storage, testkit.ErrorOf(t, status, body)); diff != "" {
 		t.Errorf("PUT mismatch (-want +got):\n%s", diff)
 	}
 	st.FailNext(errors.New("disk on fire"))

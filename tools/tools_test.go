@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/tools"
 	"github.com/google/go-cmp/cmp"
 )
@@ -55,46 +54,12 @@ func newRegistry(t *testing.T) *tools.Registry {
 // execute posts body to r.Execute as tenant acme with user (may be "").
 func execute(t *testing.T, r *tools.Registry, user, body string, deny ...string) (int, any) {
 	t.Helper()
-	req := httptest.NewRequest("POST", "/v1/tools/execute", bytes.NewBufferString(body))
-	if user != "" {
-		req.Header.Set(httpx.HeaderUserID, user)
-	}
-	p := &auth.Principal{Tenant: &auth.Tenant{ID: "acme"}, Role: auth.RoleMember, Deny: deny}
-	req = req.WithContext(auth.NewContext(req.Context(), p))
-	w := httptest.NewRecorder()
-	r.Execute(w, req)
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type %q", ct)
-	}
-	var out any
-	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
-		t.Fatalf("body %q: %v", w.Body.String(), err)
-	}
-	return w.Code, out
-}
-
-type apiErr struct {
-	Status      int
-	Code, Param string
-}
-
-func errOf(status int, body any) apiErr {
-	if status == http.StatusOK {
-		return apiErr{}
-	}
-	m, _ := body.(map[string]any)
-	e, _ := m["error"].(map[string]any)
-	code, _ := e["code"].(string)
-	param, _ := e["param"].(string)
-	return apiErr{Status: status, Code: code, Param: param}
-}
-
-func wantErr(code errcat.Code, param string) apiErr {
-	return apiErr{Status: errcat.Lookup(code).HTTPStatus, Code: string(code), Param: param}
+	return testkit.ServeJSON(t, http.HandlerFunc(r.Execute), testkit.Request{Method: "POST", Target: "/v1/tools/execute", User: user, Body: body,
+		Principal: &auth.Principal{Tenant: &auth.Tenant{ID: "acme"}, Role: auth.RoleMember, Deny: deny}})
 }
 
 // notFound is what an unknown tool answers.
-func notFound() apiErr { return wantErr(errcat.InvalidField, "body.name") }
+func notFound() testkit.Error { return testkit.WantError(errcat.InvalidField, "body.name") }
 
 func TestExecute(t *testing.T) {
 	r := newRegistry(t)
@@ -103,7 +68,7 @@ func TestExecute(t *testing.T) {
 		user     string
 		body     string
 		deny     []string
-		want     apiErr
+		want     testkit.Error
 		wantBody any
 	}{
 		{name: "object arguments", user: "alice", body: `{"name":"echo","arguments":{"x":1}}`,
@@ -119,31 +84,31 @@ func TestExecute(t *testing.T) {
 		{name: "current_time", body: `{"name":"current_time","arguments":{}}`,
 			wantBody: map[string]any{"now": "2025-03-01T12:00:00Z", "unix": float64(t0.Unix()), "timezone": "UTC"}},
 		{name: "unknown tool", body: `{"name":"nope","arguments":{}}`, want: notFound()},
-		{name: "no name", body: `{"arguments":{}}`, want: wantErr(errcat.MissingField, "body.name")},
-		{name: "empty name", body: `{"name":""}`, want: wantErr(errcat.MissingField, "body.name")},
-		{name: "inspect false needs a name", body: `{"inspect":false}`, want: wantErr(errcat.MissingField, "body.name")},
-		{name: "name not a string", body: `{"name":1}`, want: wantErr(errcat.InvalidField, "body.name")},
-		{name: "arguments an array", body: `{"name":"echo","arguments":[1]}`, want: wantErr(errcat.InvalidField, "body.arguments")},
-		{name: "arguments a number", body: `{"name":"echo","arguments":3}`, want: wantErr(errcat.InvalidField, "body.arguments")},
-		{name: "arguments a string without an object", body: `{"name":"echo","arguments":"[1]"}`, want: wantErr(errcat.InvalidField, "body.arguments")},
-		{name: "arguments a string with bad JSON", body: `{"name":"echo","arguments":"{"}`, want: wantErr(errcat.InvalidField, "body.arguments")},
-		{name: "argument of the wrong type", body: `{"name":"echo","arguments":{"x":"1"}}`, want: wantErr(errcat.InvalidField, "body.arguments.x")},
-		{name: "unknown argument", body: `{"name":"echo","arguments":{"y":1}}`, want: wantErr(errcat.InvalidField, "body.arguments.y")},
-		{name: "user_id argument", body: `{"name":"echo","arguments":{"user_id":"bob"}}`, want: wantErr(errcat.InvalidField, "body.arguments.user_id")},
-		{name: "unknown body field", body: `{"name":"echo","args":{}}`, want: wantErr(errcat.InvalidField, "body.args")},
-		{name: "user_id in body", body: `{"name":"echo","user_id":"bob"}`, want: wantErr(errcat.InvalidField, "body.user_id")},
-		{name: "not JSON", body: `{`, want: wantErr(errcat.InvalidJSON, "")},
-		{name: "tool failure is internal", body: `{"name":"broken"}`, want: wantErr(errcat.InternalError, "")},
+		{name: "no name", body: `{"arguments":{}}`, want: testkit.WantError(errcat.MissingField, "body.name")},
+		{name: "empty name", body: `{"name":""}`, want: testkit.WantError(errcat.MissingField, "body.name")},
+		{name: "inspect false needs a name", body: `{"inspect":false}`, want: testkit.WantError(errcat.MissingField, "body.name")},
+		{name: "name not a string", body: `{"name":1}`, want: testkit.WantError(errcat.InvalidField, "body.name")},
+		{name: "arguments an array", body: `{"name":"echo","arguments":[1]}`, want: testkit.WantError(errcat.InvalidField, "body.arguments")},
+		{name: "arguments a number", body: `{"name":"echo","arguments":3}`, want: testkit.WantError(errcat.InvalidField, "body.arguments")},
+		{name: "arguments a string without an object", body: `{"name":"echo","arguments":"[1]"}`, want: testkit.WantError(errcat.InvalidField, "body.arguments")},
+		{name: "arguments a string with bad JSON", body: `{"name":"echo","arguments":"{"}`, want: testkit.WantError(errcat.InvalidField, "body.arguments")},
+		{name: "argument of the wrong type", body: `{"name":"echo","arguments":{"x":"1"}}`, want: testkit.WantError(errcat.InvalidField, "body.arguments.x")},
+		{name: "unknown argument", body: `{"name":"echo","arguments":{"y":1}}`, want: testkit.WantError(errcat.InvalidField, "body.arguments.y")},
+		{name: "user_id argument", body: `{"name":"echo","arguments":{"user_id":"bob"}}`, want: testkit.WantError(errcat.InvalidField, "body.arguments.user_id")},
+		{name: "unknown body field", body: `{"name":"echo","args":{}}`, want: testkit.WantError(errcat.InvalidField, "body.args")},
+		{name: "user_id in body", body: `{"name":"echo","user_id":"bob"}`, want: testkit.WantError(errcat.InvalidField, "body.user_id")},
+		{name: "not JSON", body: `{`, want: testkit.WantError(errcat.InvalidJSON, "")},
+		{name: "tool failure is internal", body: `{"name":"broken"}`, want: testkit.WantError(errcat.InternalError, "")},
 		{name: "tool scope held", body: `{"name":"guarded"}`, wantBody: "ok"},
-		{name: "tool scope denied", body: `{"name":"guarded"}`, deny: []string{"rag:write"}, want: wantErr(errcat.Forbidden, "")},
-		{name: "bad time zone", body: `{"name":"current_time","arguments":{"timezone":"Mars/Olympus"}}`, want: wantErr(errcat.InvalidField, "body.arguments.timezone")},
-		{name: "host time zone refused", body: `{"name":"current_time","arguments":{"timezone":"Local"}}`, want: wantErr(errcat.InvalidField, "body.arguments.timezone")},
-		{name: "current_time unknown argument", body: `{"name":"current_time","arguments":{"tz":"UTC"}}`, want: wantErr(errcat.InvalidField, "body.arguments.tz")},
+		{name: "tool scope denied", body: `{"name":"guarded"}`, deny: []string{"rag:write"}, want: testkit.WantError(errcat.Forbidden, "")},
+		{name: "bad time zone", body: `{"name":"current_time","arguments":{"timezone":"Mars/Olympus"}}`, want: testkit.WantError(errcat.InvalidField, "body.arguments.timezone")},
+		{name: "host time zone refused", body: `{"name":"current_time","arguments":{"timezone":"Local"}}`, want: testkit.WantError(errcat.InvalidField, "body.arguments.timezone")},
+		{name: "current_time unknown argument", body: `{"name":"current_time","arguments":{"tz":"UTC"}}`, want: testkit.WantError(errcat.InvalidField, "body.arguments.tz")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := execute(t, r, tc.user, tc.body, tc.deny...)
-			if diff := cmp.Diff(tc.want, errOf(status, body)); diff != "" {
+			if diff := cmp.Diff(tc.want, testkit.ErrorOf(t, status, body)); diff != "" {
 				t.Errorf("error mismatch (-want +got):\n%s", diff)
 			}
 			if tc.wantBody != nil {

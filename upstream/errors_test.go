@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -75,8 +76,14 @@ func TestErrorMapping(t *testing.T) {
 			lu, _ := tt.local.start(t)
 			au, _ := tt.cloudA.start(t)
 			bu, _ := tt.cldB.start(t)
+			// A row that wants upstream_timeout has no backend that answers:
+			// the time-out decides only how long it waits.
+			firstByte := time.Second
+			if tt.want.Code == errcat.UpstreamTimeout {
+				firstByte = silentTimeout
+			}
 			r, _ := newRouter(t, upstream.Backends{LocalURL: lu, CloudAURL: au, CloudBURL: bu,
-				FirstByteTimeout: time.Second})
+				FirstByteTimeout: firstByte})
 			_, err := r.Do(t.Context(), &upstream.Request{Alias: tt.alias, Path: "/chat/completions", Body: chatBody(tt.alias)})
 			if diff := cmp.Diff(tt.want, asErr(t, err), ignoreCause); diff != "" {
 				t.Errorf("Do() error mismatch (-want +got):\n%s", diff)
@@ -110,7 +117,7 @@ func TestTotalTimeout(t *testing.T) {
 		local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Latency: 5 * time.Second}))
 		cloudA := upstreamtest.New(t)
 		r, logs := newRouter(t, upstream.Backends{LocalURL: local.URL, CloudAURL: cloudA.URL,
-			TotalTimeout: 500 * time.Millisecond})
+			TotalTimeout: silentTimeout})
 		var err error
 		within(t, 3*time.Second, func() {
 			_, err = r.Do(t.Context(), &upstream.Request{Alias: "lm-4-scout", Path: "/chat/completions", Body: chatBody("lm-4-scout")})
@@ -128,12 +135,19 @@ func TestTotalTimeout(t *testing.T) {
 	})
 	t.Run("while reading the body", func(t *testing.T) {
 		t.Parallel()
-		local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 50, Interval: 100 * time.Millisecond}))
-		r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL, TotalTimeout: time.Second})
+		// A stream of 1 s: its headers come at once, its end after the
+		// total time-out.
+		local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 50, Interval: 20 * time.Millisecond}))
+		r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL, TotalTimeout: quickTimeout})
 		var err error
 		within(t, 3*time.Second, func() {
-			_, _, err = doRead(t, r, &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions",
+			resp, doErr := r.Do(t.Context(), &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions",
 				Body: []byte(`{"model":"lm-4-scout-local","stream":true}`), Stream: true})
+			if doErr != nil {
+				t.Fatalf("Do: %v (the headers come before the total time-out)", doErr)
+			}
+			defer resp.Body.Close()
+			_, err = io.ReadAll(resp.Body)
 		})
 		if got := asErr(t, err).Code; got != errcat.UpstreamTimeout {
 			t.Errorf("read error code = %s, want %s", got, errcat.UpstreamTimeout)

@@ -68,8 +68,16 @@ func TestFallback(t *testing.T) {
 			lu, ls := tt.local.start(t)
 			au, as := tt.cloudA.start(t)
 			bu, bs := tt.cldB.start(t)
+			// A silent backend is waited for quickTimeout; the others
+			// answer at once.
+			firstByte := time.Second
+			for _, b := range []backend{tt.local, tt.cloudA, tt.cldB} {
+				if b.reply.Hang || b.reply.Latency > 0 {
+					firstByte = quickTimeout
+				}
+			}
 			r, logs := newRouter(t, upstream.Backends{LocalURL: lu, CloudAURL: au, CloudBURL: bu,
-				FirstByteTimeout: time.Second})
+				FirstByteTimeout: firstByte})
 			defer func() {
 				if t.Failed() {
 					t.Logf("logs:\n%s", logs)
@@ -107,7 +115,7 @@ func TestFallbackCancelsAbandonedAttempt(t *testing.T) {
 	local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Hang: true}))
 	cloudA := upstreamtest.New(t)
 	r, logs := newRouter(t, upstream.Backends{LocalURL: local.URL, CloudAURL: cloudA.URL,
-		FirstByteTimeout: 500 * time.Millisecond})
+		FirstByteTimeout: quickTimeout})
 	if _, _, err := doRead(t, r, &upstream.Request{Alias: "lm-4-scout", Path: "/chat/completions",
 		Body: chatBody("lm-4-scout"), RequestID: "req-fb"}); err != nil {
 		t.Fatalf("Do: %v", err)
@@ -234,7 +242,7 @@ func TestSlowErrorBodyIsBounded(t *testing.T) {
 	local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Status: 500,
 		Events: []string{"{}", "{}"}, Interval: 10 * time.Second}))
 	cloudA := upstreamtest.New(t)
-	r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL, CloudAURL: cloudA.URL, FirstByteTimeout: 500 * time.Millisecond})
+	r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL, CloudAURL: cloudA.URL, FirstByteTimeout: quickTimeout})
 	within(t, 3*time.Second, func() {
 		if _, _, err := doRead(t, r, &upstream.Request{Alias: "lm-4-scout", Path: "/chat/completions", Body: chatBody("lm-4-scout")}); err != nil {
 			t.Errorf("Do: %v", err)

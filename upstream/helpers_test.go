@@ -24,6 +24,16 @@ const (
 	scoutCloudB = "lm-4-scout-17b-16e-instruct:free"
 )
 
+// The time-outs of the tests that wait for one. quickTimeout bounds a
+// backend that is silent while another, a fake that answers at once, must
+// still answer within it on a loaded machine; silentTimeout bounds a call
+// where no backend answers at all, so that its length decides nothing but
+// how long the test waits.
+const (
+	quickTimeout  = 250 * time.Millisecond
+	silentTimeout = 50 * time.Millisecond
+)
+
 // ignoreCause compares *errcat.Error values without their (log-only) cause.
 var ignoreCause = cmpopts.IgnoreFields(errcat.Error{}, "Cause")
 

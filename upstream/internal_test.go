@@ -103,3 +103,21 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("sanitizeKeys = %q", got)
 	}
 }
+
+// TestProbeTimeoutDefault pins the default probe time-out (the spec's 1 s),
+// which the tests of a hanging backend do not wait for.
+func TestProbeTimeoutDefault(t *testing.T) {
+	t.Parallel()
+	cat, err := DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRouter(cat, Backends{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.probeTimeout != time.Second {
+		t.Errorf("default probe time-out = %v, want 1s", r.probeTimeout)
+	}
+}

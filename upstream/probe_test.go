@@ -22,7 +22,10 @@ func TestProbe(t *testing.T) {
 		local  *backend
 		cloudA *backend
 		cloudB *backend
-		want   upstream.Readiness
+		// probe is the WithProbeTimeout of a row where nothing answers, so
+		// that it waits little; 0 keeps the default (1 s, internal_test.go).
+		probe time.Duration
+		want  upstream.Readiness
 	}{
 		{name: "local up, cloudA refused, cloudB unset", local: &backend{}, cloudA: &backend{refused: true},
 			want: upstream.Readiness{Router: upstream.StatusAvailable, LocalBackend: upstream.StatusAvailable,
@@ -40,7 +43,7 @@ func TestProbe(t *testing.T) {
 			want: upstream.Readiness{Router: upstream.StatusUnconfigured, LocalBackend: upstream.StatusUnconfigured,
 				Probes: map[string]upstream.ProbeResult{"router": {Configured: true, Error: "no backend configured"},
 					"local_backend": notConfigured, "cloudA": notConfigured, "cloudB": notConfigured}}},
-		{name: "hanging local is bounded by 1 s", local: &backend{reply: upstreamtest.Reply{Hang: true}},
+		{name: "hanging local times out", local: &backend{reply: upstreamtest.Reply{Hang: true}}, probe: silentTimeout,
 			want: upstream.Readiness{Router: upstream.StatusUnconfigured, LocalBackend: upstream.StatusUnconfigured,
 				Probes: map[string]upstream.ProbeResult{"router": {Configured: true, Error: "no backend reachable"},
 					"local_backend": {Configured: true, Error: "timeout"}, "cloudA": notConfigured, "cloudB": notConfigured}}},
@@ -52,7 +55,7 @@ func TestProbe(t *testing.T) {
 			want: upstream.Readiness{Router: upstream.StatusUnconfigured, LocalBackend: upstream.StatusAvailable,
 				Probes: map[string]upstream.ProbeResult{"router": {Configured: true, Error: "connection refused"},
 					"local_backend": up, "cloudA": notConfigured, "cloudB": notConfigured}}},
-		{name: "external router hangs", useRtr: true, router: backend{reply: upstreamtest.Reply{Hang: true}},
+		{name: "external router hangs", useRtr: true, router: backend{reply: upstreamtest.Reply{Hang: true}}, probe: silentTimeout,
 			want: upstream.Readiness{Router: upstream.StatusUnconfigured, LocalBackend: upstream.StatusUnconfigured,
 				Probes: map[string]upstream.ProbeResult{"router": {Configured: true, Error: "timeout"},
 					"local_backend": notConfigured, "cloudA": notConfigured, "cloudB": notConfigured}}},
@@ -76,7 +79,11 @@ func TestProbe(t *testing.T) {
 			if tt.useRtr {
 				b.RouterURL = url(&tt.router)
 			}
-			r, _ := newRouter(t, b)
+			var opts []upstream.Option
+			if tt.probe > 0 {
+				opts = append(opts, upstream.WithProbeTimeout(tt.probe))
+			}
+			r, _ := newRouter(t, b, opts...)
 			var got upstream.Readiness
 			within(t, 2*time.Second, func() { got = r.Probe(t.Context()) })
 			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(upstream.ProbeResult{}, "MS")); diff != "" {

@@ -81,7 +81,11 @@ func TestRawBodyAndEvents(t *testing.T) {
 	if resp.StatusCode != 201 || string(data) != `{"custom":true}` {
 		t.Errorf("raw body = %d %s", resp.StatusCode, data)
 	}
-	events, _ := sseData(post(t, srv.URL+"/chat/completions", `{}`).Body)
+	stream, err := io.ReadAll(post(t, srv.URL+"/chat/completions", `{}`).Body)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	events := sseData(t, stream)
 	if diff := cmp.Diff([]string{`{"a":1}`, `{"b":2}`, "[DONE]"}, events); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)
 	}

@@ -1,7 +1,6 @@
 package upstreamtest_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -29,16 +29,14 @@ func post(t *testing.T, url, body string) *http.Response {
 	return resp
 }
 
-// sseData returns the data payloads of an SSE body and the read error.
-func sseData(r io.Reader) ([]string, error) {
+// sseData returns the data of each event of the SSE body.
+func sseData(t *testing.T, body []byte) []string {
+	t.Helper()
 	var out []string
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			out = append(out, d)
-		}
+	for _, ev := range testkit.ParseSSE(t, string(body)) {
+		out = append(out, ev.Data)
 	}
-	return out, sc.Err()
+	return out
 }
 
 type chunk struct {
@@ -89,10 +87,11 @@ func TestStream(t *testing.T) {
 		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 			t.Errorf("Content-Type = %q", ct)
 		}
-		events, err := sseData(resp.Body)
+		stream, err := io.ReadAll(resp.Body)
 		if err != nil {
 			t.Fatalf("read: %v", err)
 		}
+		events := sseData(t, stream)
 		wantN := 1 + 4 + 1 + 1 // role, content, finish, [DONE]
 		if usage {
 			wantN++
@@ -134,10 +133,11 @@ func TestDrop(t *testing.T) {
 	t.Parallel()
 	s := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 5, Drop: true, DropAfter: 2}))
 	resp := post(t, s.URL+"/chat/completions", `{"model":"m","stream":true}`)
-	events, err := sseData(resp.Body)
+	body, err := io.ReadAll(resp.Body)
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("read error = %v, want unexpected EOF", err)
 	}
+	events := sseData(t, body)
 	if len(events) != 3 { // role + 2 content chunks
 		t.Errorf("events = %q, want the role chunk and 2 content chunks", events)
 	}

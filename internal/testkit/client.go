@@ -1,0 +1,73 @@
+package testkit
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/julienschmidt/httprouter"
+)
+
+// Client sends a test's requests to a handler and reports to T. A harness
+// embeds it, so that its helpers fail the test that called them: Run points
+// T at a subtest while the subtest runs.
+type Client struct {
+	T testing.TB
+	H http.Handler
+}
+
+// Run runs f as the subtest name of t, with c.T the subtest while f runs,
+// and reports whether f succeeded. Call it from the test's goroutine.
+func (c *Client) Run(t *testing.T, name string, f func(t *testing.T)) bool {
+	t.Helper()
+	return t.Run(name, func(t *testing.T) {
+		parent := c.T
+		c.T = t
+		defer func() { c.T = parent }()
+		f(t)
+	})
+}
+
+// JSON sends q and returns the status and the JSON answer decoded into an
+// any (see ServeJSON); it fails c.T when the answer is not JSON.
+func (c *Client) JSON(q Request) (int, any) {
+	c.T.Helper()
+	return ServeJSON(c.T, c.H, q)
+}
+
+// OK sends q and returns its JSON answer decoded into an any; it fails c.T
+// when the status is not 200 or the answer is not JSON.
+func (c *Client) OK(q Request) any {
+	c.T.Helper()
+	var out any
+	Decode(c.T, Serve(c.T, c.H, q), http.StatusOK, &out)
+	return out
+}
+
+// Fails sends q and reports with c.T.Errorf when its Error (see ErrorOf)
+// differs from want; the test goes on.
+func (c *Client) Fails(q Request, want Error) {
+	c.T.Helper()
+	status, body := c.JSON(q)
+	if diff := cmp.Diff(want, ErrorOf(c.T, status, body)); diff != "" {
+		c.T.Errorf("%s %s error mismatch (-want +got):\n%s", q.Method, q.Target, diff)
+	}
+}
+
+// Router returns an httprouter.Router serving routes, keyed by "METHOD
+// /path" with httprouter's :name parameters, as the root's route table maps
+// them. It fails t on a key without a method and a path.
+func Router(t testing.TB, routes map[string]http.HandlerFunc) *httprouter.Router {
+	t.Helper()
+	r := httprouter.New()
+	for key, h := range routes {
+		method, path, ok := strings.Cut(key, " ")
+		if !ok || method == "" || !strings.HasPrefix(path, "/") {
+			t.Fatalf("route %q: want \"METHOD /path\"", key)
+			continue
+		}
+		r.Handler(method, path, h)
+	}
+	return r
+}

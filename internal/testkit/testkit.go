@@ -1,0 +1,204 @@
+// Package testkit holds the helpers that the families' tests share, as bbolt's
+// internal/btesting does for bbolt: building a request as the root's middleware
+// hands it to a handler, serving it, decoding the JSON answer, reading the
+// error envelope, and parsing a server-sent event stream; and the OpenAI
+// answers a fake upstream.Upstream gives (Chunk, Completion, SSEAnswer,
+// JSONAnswer).
+//
+// It is a leaf: it imports the leaf packages (auth, errcat, upstream,
+// internal/httpx) and never a family, so that every family's tests may import it.
+//
+// Every helper that can fail takes a testing.TB, marks itself with t.Helper and
+// fails the test with Fatal: call them from the test's goroutine. Other
+// goroutines build their requests with Request.Build, which returns an error.
+package testkit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/google/go-cmp/cmp"
+)
+
+// RequestID is the request id of the httpx.Info that Build puts in a request.
+const RequestID = "req-test"
+
+// Request is one request of a test.
+type Request struct {
+	// Method and Target are those of httptest.NewRequest: Target is a path with
+	// an optional query.
+	Method, Target string
+	// User is sent as the GW-User-Id header; "" sends none.
+	User string
+	// Header holds further headers, set after User (so it may override it).
+	// nil sets none.
+	Header http.Header
+	// Body is the request body: nil sends none, a string or []byte is sent as
+	// it is, any other value as its JSON encoding. A request with a body has
+	// Content-Type application/json unless Header sets another.
+	Body any
+	// Principal is put in the request's context with auth.NewContext, as the
+	// root's auth middleware does; nil puts none (for a test that puts its own
+	// with a stand-in middleware).
+	Principal *auth.Principal
+}
+
+// Build returns q as the root's middleware hands it to a handler: with
+// q.Principal and an httpx.Info (request id RequestID, a logger that discards)
+// in its context. It returns an error, instead of failing a test, when
+// q.Body does not encode, so that goroutines other than the test's may call
+// it.
+func (q Request) Build() (*http.Request, error) {
+	var body []byte
+	switch b := q.Body.(type) {
+	case nil:
+	case string:
+		body = []byte(b)
+	case []byte:
+		body = b
+	default:
+		var err error
+		if body, err = json.Marshal(b); err != nil {
+			return nil, fmt.Errorf("body of %s %s: %w", q.Method, q.Target, err)
+		}
+	}
+	var rd io.Reader
+	if q.Body != nil {
+		rd = bytes.NewReader(body)
+	}
+	r := httptest.NewRequest(q.Method, q.Target, rd)
+	if q.Body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	if q.User != "" {
+		r.Header.Set(httpx.HeaderUserID, q.User)
+	}
+	for k, vs := range q.Header {
+		r.Header[http.CanonicalHeaderKey(k)] = vs
+	}
+	info := new(httpx.Info)
+	info.Init(RequestID, slog.New(slog.DiscardHandler))
+	ctx := httpx.WithInfo(r.Context(), info)
+	if q.Principal != nil {
+		ctx = auth.NewContext(ctx, q.Principal)
+	}
+	return r.WithContext(ctx), nil
+}
+
+// NewRequest is Build for the test's goroutine: it fails t when q.Body does
+// not encode.
+func NewRequest(t testing.TB, q Request) *http.Request {
+	t.Helper()
+	r, err := q.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Serve builds q (see Build), serves it through h and returns what h wrote.
+// It fails t when q.Body does not encode.
+func Serve(t testing.TB, h http.Handler, q Request) *httptest.ResponseRecorder {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, NewRequest(t, q))
+	return w
+}
+
+// Decode decodes the JSON answer w into v (as json.Unmarshal does: fields that
+// v lacks are skipped). It fails t when w's status is not status, its
+// Content-Type is not application/json or its body does not decode. Pass
+// w.Code as status to accept any status.
+func Decode(t testing.TB, w *httptest.ResponseRecorder, status int, v any) {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("status %d, want %d; body %s", w.Code, status, w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q, want application/json; body %s", ct, w.Body)
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+		t.Fatalf("body %s: %v", w.Body, err)
+	}
+}
+
+// ServeJSON serves q through h (see Serve) and returns the status and the
+// JSON answer decoded into an any, whatever the status. It fails t when the
+// answer is not application/json or does not decode.
+func ServeJSON(t testing.TB, h http.Handler, q Request) (int, any) {
+	t.Helper()
+	w := Serve(t, h, q)
+	var out any
+	Decode(t, w, w.Code, &out)
+	return w.Code, out
+}
+
+// Error is what the tests compare of an error answer: its status and its
+// envelope's error.code and error.param.
+type Error struct {
+	Status      int
+	Code, Param string
+}
+
+// WantError is the Error that code answers with param: the catalog's status
+// for the code.
+func WantError(code errcat.Code, param string) Error {
+	return Error{Status: errcat.Lookup(code).HTTPStatus, Code: string(code), Param: param}
+}
+
+// ErrorOf returns the Error of an answer of status with body: the zero Error
+// for a 200, so that "no error" compares equal to Error{}; for any other
+// status, the status and the envelope's code and param (a null or absent
+// param, or a body without an envelope, gives ""). body is the answer's
+// bytes ([]byte or string) or a value it was decoded into (as Decode into an
+// any gives). It fails t when a body of bytes is not JSON.
+func ErrorOf(t testing.TB, status int, body any) Error {
+	t.Helper()
+	if status == http.StatusOK {
+		return Error{}
+	}
+	var raw []byte
+	switch b := body.(type) {
+	case []byte:
+		raw = b
+	case string:
+		raw = []byte(b)
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			t.Fatalf("answer %v: %v", body, err)
+		}
+	}
+	var env struct {
+		Error struct {
+			Code  string  `json:"code"`
+			Param *string `json:"param"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("answer %d %q is not JSON: %v", status, raw, err)
+	}
+	e := Error{Status: status, Code: env.Error.Code}
+	if env.Error.Param != nil {
+		e.Param = *env.Error.Param
+	}
+	return e
+}
+
+// Diff reports with t.Errorf when want and got differ (by cmp.Diff with
+// opts), as "what mismatch (-want +got):" and the diff; the test goes on.
+func Diff(t testing.TB, what string, want, got any, opts ...cmp.Option) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, opts...); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
+	}
+}

@@ -1,0 +1,318 @@
+package testkit_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
+	"github.com/google/go-cmp/cmp"
+)
+
+// recordingT is a testing.TB whose Fatal and Fatalf only record that they
+// were called, so that a test can see a helper fail.
+type recordingT struct {
+	testing.TB
+	fatal, errors string
+}
+
+func (t *recordingT) Helper() {}
+
+func (t *recordingT) Fatal(args ...any) { t.fatal = fmt.Sprint(args...) }
+
+func (t *recordingT) Fatalf(format string, args ...any) { t.fatal = fmt.Sprintf(format, args...) }
+
+func (t *recordingT) Errorf(format string, args ...any) { t.errors += fmt.Sprintf(format, args...) }
+
+// sent is what a handler sees of a request.
+type sent struct {
+	Method, Path, Body    string
+	ContentType, User, X  string
+	Tenant, RequestID     string
+	HasPrincipal, HasInfo bool
+}
+
+func see(r *http.Request) sent {
+	b, _ := io.ReadAll(r.Body)
+	s := sent{Method: r.Method, Path: r.URL.RequestURI(), Body: string(b),
+		ContentType: r.Header.Get("Content-Type"), User: httpx.UserID(r), X: r.Header.Get("X-Test")}
+	if p := auth.FromContext(r.Context()); p != nil {
+		s.HasPrincipal, s.Tenant = true, p.Tenant.ID
+	}
+	if info := httpx.InfoFrom(r.Context()); info.RequestID != "" {
+		s.HasInfo, s.RequestID = true, info.RequestID
+	}
+	return s
+}
+
+func TestBuild(t *testing.T) {
+	acme := &auth.Principal{Tenant: &auth.Tenant{ID: "acme"}, Role: auth.RoleMember}
+	tests := []struct {
+		name string
+		q    testkit.Request
+		want sent
+	}{
+		{"no body", testkit.Request{Method: "GET", Target: "/v1/memory?visibility=private"},
+			sent{Method: "GET", Path: "/v1/memory?visibility=private", HasInfo: true, RequestID: testkit.RequestID}},
+		{"string body verbatim", testkit.Request{Method: "POST", Target: "/x", Body: `{"a":`},
+			sent{Method: "POST", Path: "/x", Body: `{"a":`, ContentType: "application/json", HasInfo: true, RequestID: testkit.RequestID}},
+		{"bytes body verbatim", testkit.Request{Method: "POST", Target: "/x", Body: []byte("raw")},
+			sent{Method: "POST", Path: "/x", Body: "raw", ContentType: "application/json", HasInfo: true, RequestID: testkit.RequestID}},
+		{"value body as JSON", testkit.Request{Method: "PUT", Target: "/x", Body: map[string]any{"k": 1}},
+			sent{Method: "PUT", Path: "/x", Body: `{"k":1}`, ContentType: "application/json", HasInfo: true, RequestID: testkit.RequestID}},
+		{"user, headers and principal", testkit.Request{Method: "POST", Target: "/x", User: "alice", Body: "",
+			Header: http.Header{"X-Test": {"1"}, "content-type": {"text/plain"}}, Principal: acme},
+			sent{Method: "POST", Path: "/x", ContentType: "text/plain", User: "alice", X: "1",
+				HasPrincipal: true, Tenant: "acme", HasInfo: true, RequestID: testkit.RequestID}},
+		{"header overrides user", testkit.Request{Method: "GET", Target: "/x", User: "alice",
+			Header: http.Header{httpx.HeaderUserID: {"bob"}}},
+			sent{Method: "GET", Path: "/x", User: "bob", HasInfo: true, RequestID: testkit.RequestID}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got sent
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = see(r) })
+			testkit.Serve(t, h, tc.q)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("request mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildBodyThatDoesNotEncode(t *testing.T) {
+	q := testkit.Request{Method: "POST", Target: "/x", Body: func() {}}
+	if _, err := q.Build(); err == nil {
+		t.Error("Build of a func body: no error")
+	}
+	rt := &recordingT{TB: t}
+	testkit.NewRequest(rt, q)
+	if rt.fatal == "" {
+		t.Error("NewRequest of a func body did not fail the test")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	answer := func(status int, ct, body string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ct)
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		})
+	}
+	tests := []struct {
+		name   string
+		h      http.Handler
+		status int
+		want   map[string]any
+		fails  bool
+	}{
+		{"ok", answer(200, "application/json", `{"a":1}`), 200, map[string]any{"a": 1.0}, false},
+		{"other status", answer(201, "application/json", `{"a":1}`), 200, nil, true},
+		{"not JSON", answer(200, "application/json", `{`), 200, nil, true},
+		{"not application/json", answer(200, "text/plain", `{}`), 200, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &recordingT{TB: t}
+			var got map[string]any
+			testkit.Decode(rt, testkit.Serve(t, tc.h, testkit.Request{Method: "GET", Target: "/"}), tc.status, &got)
+			if failed := rt.fatal != ""; failed != tc.fails {
+				t.Fatalf("failed = %v (%s), want %v", failed, rt.fatal, tc.fails)
+			}
+			if diff := cmp.Diff(tc.want, got); !tc.fails && diff != "" {
+				t.Errorf("Decode mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestServeJSON(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, errcat.New(errcat.IndexNotFound, "id", "No index."))
+	})
+	status, body := testkit.ServeJSON(t, h, testkit.Request{Method: "GET", Target: "/"})
+	testkit.Diff(t, "error", testkit.WantError(errcat.IndexNotFound, "id"), testkit.ErrorOf(t, status, body))
+}
+
+func TestErrorOf(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   any
+		want   testkit.Error
+		fails  bool
+	}{
+		{"200 is no error", 200, []byte(`{"error":{"code":"x"}}`), testkit.Error{}, false},
+		{"bytes", 400, []byte(`{"error":{"code":"invalid_field","param":"body.x"}}`),
+			testkit.WantError(errcat.InvalidField, "body.x"), false},
+		{"string", 404, `{"error":{"code":"index_not_found","param":"id"}}`,
+			testkit.WantError(errcat.IndexNotFound, "id"), false},
+		{"decoded value, null param", 500, map[string]any{"error": map[string]any{"code": "storage_error", "param": nil}},
+			testkit.WantError(errcat.StorageError, ""), false},
+		{"no envelope", 201, []byte(`{"id":"x"}`), testkit.Error{Status: 201}, false},
+		{"not JSON", 502, []byte(`Bad Gateway`), testkit.Error{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &recordingT{TB: t}
+			got := testkit.ErrorOf(rt, tc.status, tc.body)
+			if failed := rt.fatal != ""; failed != tc.fails {
+				t.Fatalf("failed = %v (%s), want %v", failed, rt.fatal, tc.fails)
+			}
+			if diff := cmp.Diff(tc.want, got); !tc.fails && diff != "" {
+				t.Errorf("ErrorOf mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseSSE(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []testkit.Event
+	}{
+		{"chunks and done", "data: {\"a\":1}\n\ndata: [DONE]\n\n",
+			[]testkit.Event{{Data: `{"a":1}`}, {Data: "[DONE]"}}},
+		{"named event, comments, ids", ": keepalive\n\nevent: gw.notice\nid: 7\ndata: {}\n\n: bye\n\n",
+			[]testkit.Event{{Type: "gw.notice", Data: "{}"}}},
+		{"data lines joined, no space after the colon", "data:a\ndata: b\n\n",
+			[]testkit.Event{{Data: "a\nb"}}},
+		{"CRLF", "event: gw.error\r\ndata: x\r\n\r\n",
+			[]testkit.Event{{Type: "gw.error", Data: "x"}}},
+		{"last event without its blank line", "data: 1\n\ndata: 2\n",
+			[]testkit.Event{{Data: "1"}, {Data: "2"}}},
+		{"empty", "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, testkit.ParseSSE(t, tc.body)); diff != "" {
+				t.Errorf("ParseSSE mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseSSEFails(t *testing.T) {
+	for name, body := range map[string]string{
+		"cut inside a line": "data: 1\n\ndata: 2",
+		"event over 16 MiB": "data: " + strings.Repeat("x", 17<<20) + "\n\n",
+	} {
+		rt := &recordingT{TB: t}
+		testkit.ParseSSE(rt, body)
+		if rt.fatal == "" {
+			t.Errorf("%s: ParseSSE did not fail the test", name)
+		}
+	}
+}
+
+func TestContent(t *testing.T) {
+	chunk := func(s string) testkit.Event {
+		return testkit.Event{Data: `{"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}`}
+	}
+	events := []testkit.Event{chunk("Bon"), {Type: "gw.notice", Data: `{"choices":[{"delta":{"content":"no"}}]}`},
+		chunk("jour"), {Data: "[DONE]"}}
+	if got := testkit.Content(t, events); got != "Bonjour" {
+		t.Errorf("Content = %q, want Bonjour", got)
+	}
+	rt := &recordingT{TB: t}
+	testkit.Content(rt, []testkit.Event{{Data: "not json"}})
+	if rt.fatal == "" {
+		t.Error("Content of a chunk that is not JSON did not fail the test")
+	}
+}
+
+func TestDiff(t *testing.T) {
+	rt := &recordingT{TB: t}
+	testkit.Diff(rt, "same", []int{1}, []int{1})
+	if rt.errors != "" {
+		t.Errorf("Diff of equal values reported %q", rt.errors)
+	}
+	testkit.Diff(rt, "list", []int{1}, []int{2})
+	if !strings.HasPrefix(rt.errors, "list mismatch (-want +got):\n") || !strings.Contains(rt.errors, "-") {
+		t.Errorf("Diff of different values reported %q", rt.errors)
+	}
+}
+
+func TestAnswers(t *testing.T) {
+	read := func(r io.Reader) string {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	stream := testkit.SSEAnswer(testkit.Chunk(`{"content":"hi"}`, ""), testkit.Chunk(`{}`, "stop"))
+	events := testkit.ParseSSE(t, read(stream.Body))
+	testkit.Diff(t, "stream", []any{200, "text/event-stream", "hi", 3, "[DONE]"},
+		[]any{stream.StatusCode, stream.Header.Get("Content-Type"), testkit.Content(t, events), len(events), events[2].Data})
+	if !strings.Contains(events[1].Data, `"finish_reason":"stop"`) || !strings.Contains(events[0].Data, `"finish_reason":null`) {
+		t.Errorf("finish reasons of %v", events)
+	}
+	completion := testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":"ok"}`, "length"))
+	var c struct {
+		Choices []struct {
+			Message      struct{ Content string }
+			FinishReason string `json:"finish_reason"`
+		}
+	}
+	if err := json.Unmarshal([]byte(read(completion.Body)), &c); err != nil || len(c.Choices) != 1 {
+		t.Fatalf("completion: %v", err)
+	}
+	testkit.Diff(t, "completion", []any{200, "application/json", "ok", "length"},
+		[]any{completion.StatusCode, completion.Header.Get("Content-Type"), c.Choices[0].Message.Content, c.Choices[0].FinishReason})
+}
+
+func TestClient(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ok", func(w http.ResponseWriter, r *http.Request) { httpx.WriteJSON(w, 200, map[string]any{"a": 1}) })
+	mux.HandleFunc("GET /missing", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, errcat.New(errcat.DocumentNotFound, "doc_id", "No such document."))
+	})
+	c := &testkit.Client{T: t, H: mux}
+	testkit.Diff(t, "OK", map[string]any{"a": 1.0}, c.OK(testkit.Request{Method: "GET", Target: "/ok"}))
+	c.Fails(testkit.Request{Method: "GET", Target: "/missing"}, testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+
+	var inner testing.TB
+	c.Run(t, "sub", func(t *testing.T) {
+		inner = c.T
+		if c.T != t {
+			t.Error("c.T is not the subtest while it runs")
+		}
+	})
+	if inner == nil || c.T != t {
+		t.Error("c.T is not the test again after Run")
+	}
+	rt := &recordingT{TB: t}
+	c.T = rt
+	c.Fails(testkit.Request{Method: "GET", Target: "/ok"}, testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+	if !strings.Contains(rt.errors, "GET /ok error mismatch (-want +got):") {
+		t.Errorf("Fails of a success reported %q", rt.errors)
+	}
+}
+
+func TestRouter(t *testing.T) {
+	param := func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, 200, map[string]string{"method": r.Method, "id": httpx.Param(r, "id")})
+	}
+	h := testkit.Router(t, map[string]http.HandlerFunc{"GET /x/:id": param, "DELETE /x/:id": param})
+	for _, method := range []string{"GET", "DELETE"} {
+		var got map[string]string
+		testkit.Decode(t, testkit.Serve(t, h, testkit.Request{Method: method, Target: "/x/7"}), 200, &got)
+		testkit.Diff(t, method, map[string]string{"method": method, "id": "7"}, got)
+	}
+	if w := testkit.Serve(t, h, testkit.Request{Method: "POST", Target: "/x/7"}); w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /x/7 answered %d, want 405", w.Code)
+	}
+	rt := &recordingT{TB: t}
+	testkit.Router(rt, map[string]http.HandlerFunc{"/x": param})
+	if rt.fatal == "" {
+		t.Error("Router of a key without a method did not fail the test")
+	}
+}

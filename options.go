@@ -46,9 +46,11 @@ func defaultConfig() config {
 	}
 }
 
-// WithStore sets the persistence. If nil (the default), New opens the bbolt file
-// gateway.db in the data directory (see WithDataDir), and Close closes it.
-// A store passed here is not closed by Close: its owner closes it.
+// WithStore sets the persistence: for instance a store/pgstore DB
+// (pgstore.Open), which lets several gateways share one PostgreSQL database.
+// If nil (the default), New opens the bbolt file gateway.db in the data
+// directory (see WithDataDir), and Close closes it. A store passed here is not
+// closed by Close: its owner closes it, after Close.
 func WithStore(s Store) Option {
 	return func(c *config) error { c.store = s; return nil }
 }

@@ -4,8 +4,10 @@
 // buckets of its own through this one interface, so one bbolt file holds
 // everything and a write that touches several records is never half-done.
 //
-// The default implementation is store/boltstore (one bbolt file); store/memstore
-// serves tests; store/storetest is the conformance suite both pass.
+// The default implementation is store/boltstore (one bbolt file);
+// store/pgstore keeps the buckets in PostgreSQL, for several gateways sharing
+// one database; store/memstore serves tests; store/storetest is the
+// conformance suite all three pass.
 package store
 
 import (
@@ -35,18 +37,44 @@ const MaxKeySize = 32768
 // All methods are safe for concurrent use. Transactions are serializable: a View
 // sees a consistent snapshot and an Update's writes become visible all together
 // when fn returns nil, or not at all when fn returns an error (which the method
-// then returns unchanged, so callers can return their own sentinel errors from fn).
+// then returns unchanged, so callers can return their own sentinel errors from fn;
+// unless a read or write of the transaction failed, see below).
 // Any other failure is returned wrapped; callers report it as storage_error.
+//
+// # fn may run more than once
+//
+// The fn of View and Update, not only Batch's, may be called more than once:
+// a store on a database server runs a transaction again from the start when
+// the database aborted it to keep transactions serializable (a serialization
+// failure, a deadlock) or its connection was lost before the commit
+// (store/pgstore does both). Only the last run's transaction counts. So fn
+// must have no effects outside tx that a second run would repeat, and what
+// it hands out through variables it captures must be assigned afresh by each
+// run (reset slices, counters and flags at its start; never append to or
+// change in place what the caller gave it) so that the caller sees the last
+// run's results alone.
+//
+// # A failed read fails the transaction
+//
+// Tx.Get has no error to return, and a read can fail on a database server.
+// When a read or write of a transaction fails (Get, Scan, Put or Delete, for
+// another reason than the arguments or ErrReadOnly), the transaction is lost:
+// Get returns nil and Scan, Put and Delete that failure from then on, nothing
+// is committed, and the method returns the failure (wrapped), or runs fn
+// again, whatever fn returned, even nil or its own error. A failed read thus
+// never passes for an absent key: neither the writes nor the answer that fn
+// based on the nil it got are kept. (bbolt and memstore reads do not fail.)
 type Store interface {
-	// View runs fn in a read-only transaction.
+	// View runs fn in a read-only transaction. fn may run more than once.
 	View(ctx context.Context, fn func(Tx) error) error
 	// Update runs fn in a read-write transaction and commits it durably before
-	// returning nil.
+	// returning nil. fn may run more than once (see Store).
 	Update(ctx context.Context, fn func(Tx) error) error
 	// Batch is Update for writes that may be grouped with concurrent Batch calls
 	// into one commit (group commit: one fsync for many requests). It returns only
 	// after the commit that holds fn's writes is durable. fn may be called more
-	// than once, so it must be idempotent and have no side effects outside tx.
+	// than once (for the reasons of Store, and when another fn of its group
+	// fails), so it must be idempotent and have no side effects outside tx.
 	Batch(ctx context.Context, fn func(Tx) error) error
 	// Close releases the store (and bbolt's file lock). Later calls return ErrClosed.
 	Close() error
@@ -61,7 +89,8 @@ type Store interface {
 // returns. A Tx must not be used from more than one goroutine, nor after fn returns.
 type Tx interface {
 	// Get returns the value of key, or nil when the key is absent (a stored
-	// empty value is returned as a non-nil empty slice).
+	// empty value is returned as a non-nil empty slice). It also returns nil
+	// when the read fails, and the transaction then fails (see Store).
 	Get(bucket, key []byte) []byte
 	// Put sets key to value (value may be empty but not nil). It returns
 	// ErrReadOnly in a View and ErrInvalid (wrapped) for an empty or too long

@@ -18,6 +18,7 @@ import (
 type config struct {
 	Addr             string        `env:"ADDR, default=127.0.0.1:8080" help:"listen address"`
 	DataDir          string        `env:"DATA_DIR, default=./data" help:"directory of the bbolt file gateway.db"`
+	StoreURL         string        `env:"STORE_URL" help:"store: postgres://... (or postgresql://) for PostgreSQL, bolt:<path> for a bbolt file (relative to the data dir); unset: gateway.db in the data dir"`
 	TokensFile       string        `env:"TOKENS_FILE" help:"token catalog file (required unless -dev)"`
 	ModelsFile       string        `env:"MODELS_FILE" help:"model catalog override (default: built-in)"`
 	AgentsDir        string        `env:"AGENTS_DIR" help:"directory of agent files"`

@@ -47,8 +47,16 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		defer stopDemo()
 	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		defer st.Close() // after the gateway's Close, deferred below
+	}
 	g, err := gateway.New(
 		gateway.WithDataDir(cfg.DataDir),
+		gateway.WithStore(st),
 		gateway.WithTokenCatalog(tokens),
 		gateway.WithCatalog(catalog),
 		gateway.WithBackends(backends),

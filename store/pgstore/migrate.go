@@ -1,0 +1,103 @@
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrationFS holds the schema migrations, applied in the order of their
+// numbers: migrations/NNNN_name.sql. A migration, once released, is never
+// edited: a change of schema is a new file.
+//
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrationLock is the key of the advisory lock under which migrations run
+// ("chatgw" in ASCII), shared by every gateway using the database.
+const migrationLock int64 = 0x636861746777
+
+// migration is one schema migration.
+type migration struct {
+	version int
+	name    string // file name
+	sql     string
+}
+
+// migrations returns the embedded migrations in order of version.
+func migrations() ([]migration, error) {
+	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for i, f := range files { // fs.Glob sorts by name
+		name := path.Base(f)
+		num, _, _ := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if err != nil || v != i+1 {
+			return nil, fmt.Errorf("migration %s: want number %04d", name, i+1)
+		}
+		b, err := migrationFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: name, sql: string(b)})
+	}
+	return out, nil
+}
+
+// migrate applies the migrations the database lacks, in one transaction that
+// first takes the advisory lock migrationLock: gateways starting together
+// wait for one another, and each finds what the one before it applied.
+//
+// The transaction is READ COMMITTED on purpose: each statement then reads
+// the database as committed when it starts, so the statements after the lock
+// see the migrations of the gateway that held it before. (Under REPEATABLE
+// READ or SERIALIZABLE the snapshot would date from the lock statement, from
+// before the wait.)
+//
+// A database that records a version this build does not know was migrated by
+// a newer gateway; it is refused and left alone.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS chatgw_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`)
+		if err != nil {
+			return err
+		}
+		var applied int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM chatgw_migrations").Scan(&applied); err != nil {
+			return err
+		}
+		if applied > len(ms) {
+			return fmt.Errorf("the database's schema is at version %d, newer than this build's %d: it was migrated by a newer gateway", applied, len(ms))
+		}
+		for _, m := range ms[applied:] {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO chatgw_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+}

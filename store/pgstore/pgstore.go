@@ -1,0 +1,225 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/chatgw/gateway/store"
+)
+
+var _ store.Store = (*DB)(nil)
+
+// Transaction modes: every transaction is SERIALIZABLE; see the package
+// documentation for why Views are too.
+var (
+	readTx  = pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadOnly}
+	writeTx = pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadWrite}
+)
+
+// DB is a store.Store on a PostgreSQL database. Create it with Open.
+type DB struct {
+	pool        *pgxpool.Pool
+	maxAttempts int
+	// retried, when set (by tests), is called before each retry with the
+	// attempt that failed and its failure.
+	retried func(attempt int, err error)
+
+	mu     sync.Mutex // guards closed and the calls to active.Add
+	closed bool
+	active sync.WaitGroup // running View, Update and Batch calls, awaited by Close
+}
+
+// Open connects to the PostgreSQL database of url (postgres://... or
+// postgresql://..., with pgx's parameters, such as pool_max_conns), applies
+// the schema migrations it lacks and returns the store. It fails when the
+// database cannot be reached, refuses the login, or holds a schema newer than
+// this build knows. The error never holds the URL's password.
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("pgstore.Open: %w", err)
+	}
+	cfg, err := pgxpool.ParseConfig(url) // its errors mask the password
+	if err != nil {
+		return nil, fmt.Errorf("pgstore.Open: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore.Open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore.Open: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore.Open: schema migration: %w", err)
+	}
+	return &DB{pool: pool, maxAttempts: o.maxAttempts}, nil
+}
+
+// View runs fn in a read-only SERIALIZABLE transaction. fn may run more than
+// once (see the package documentation on retries).
+func (d *DB) View(ctx context.Context, fn func(store.Tx) error) error {
+	return d.run(ctx, "View", readTx, fn)
+}
+
+// Update runs fn in a read-write SERIALIZABLE transaction and commits it. fn
+// may run more than once (see the package documentation on retries).
+func (d *DB) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return d.run(ctx, "Update", writeTx, fn)
+}
+
+// Batch is Update: PostgreSQL already shares one WAL flush among the commits
+// that come in together (group commit), so there is nothing to group here.
+func (d *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	return d.run(ctx, "Batch", writeTx, fn)
+}
+
+// Close waits for running transactions, then closes the pool's connections.
+// Later calls of every method return store.ErrClosed.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return store.ErrClosed
+	}
+	d.closed = true
+	d.mu.Unlock()
+	d.active.Wait()
+	d.pool.Close()
+	return nil
+}
+
+// run runs fn in transactions of mode txo until one commits, fn fails, or the
+// failure is not worth another attempt. It returns fn's error unchanged and
+// wraps the others.
+func (d *DB) run(ctx context.Context, op string, txo pgx.TxOptions, fn func(store.Tx) error) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.active.Done()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		r := d.attempt(ctx, txo, fn)
+		switch {
+		case r.fnErr != nil:
+			return r.fnErr
+		case r.err == nil:
+			return nil
+		}
+		err := r.err
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		if !r.retry || ctx.Err() != nil || attempt == d.maxAttempts {
+			if attempt > 1 {
+				return fmt.Errorf("pgstore.%s: attempt %d of %d: %w", op, attempt, d.maxAttempts, err)
+			}
+			return fmt.Errorf("pgstore.%s: %w", op, err)
+		}
+		if d.retried != nil {
+			d.retried(attempt, err)
+		}
+		t := time.NewTimer(backoff(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("pgstore.%s: %w (waiting to retry after: %w)", op, ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// outcome is what one attempt at a transaction came to.
+type outcome struct {
+	fnErr error // fn's own error: the transaction was rolled back
+	err   error // the store's failure: nil when the transaction committed
+	retry bool  // err left nothing behind and is worth another attempt
+}
+
+// attempt runs fn in one transaction (pgx.BeginTxFunc: BEGIN, fn, then
+// COMMIT, or ROLLBACK when fn fails or panics) and tells what came of it.
+func (d *DB) attempt(ctx context.Context, txo pgx.TxOptions, fn func(store.Tx) error) outcome {
+	var (
+		t          *tx
+		fnErr      error
+		committing bool
+	)
+	err := pgx.BeginTxFunc(ctx, d.pool, txo, func(ptx pgx.Tx) error {
+		t = &tx{ctx: ctx, ptx: ptx, readOnly: txo.AccessMode == pgx.ReadOnly}
+		defer t.end()
+		fnErr = fn(t)
+		switch {
+		case t.err != nil:
+			return t.err
+		case fnErr != nil:
+			return fnErr
+		}
+		committing = true
+		return nil
+	})
+	switch {
+	case t == nil:
+		// No connection, or BEGIN failed: nothing ran.
+		return outcome{err: fmt.Errorf("begin: %w", err), retry: transient(err)}
+	case t.err != nil:
+		// A statement failed, so the transaction is lost, whatever fn made
+		// of it (a failed Get looked like an absent key). Nothing was
+		// committed: a lost connection is worth another attempt too.
+		return outcome{err: t.err, retry: transient(t.err) || t.connLost}
+	case fnErr != nil:
+		return outcome{fnErr: fnErr}
+	case err == nil:
+		return outcome{}
+	case !committing:
+		return outcome{err: err} // not reached: fn's errors are handled above
+	case serialization(err) || pgconn.SafeToRetry(err):
+		// PostgreSQL refused the commit (and rolled back), or the COMMIT
+		// was never sent.
+		return outcome{err: fmt.Errorf("commit: %w", err), retry: true}
+	default:
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			return outcome{err: fmt.Errorf("commit: %w", err)} // refused: rolled back
+		}
+		// The COMMIT was sent and no answer came: it may have been applied
+		// or not. Trying again could apply fn twice.
+		return outcome{err: fmt.Errorf("commit, outcome unknown (all of the transaction's writes were applied or none): %w", err)}
+	}
+}
+
+// enter registers a running call, or returns store.ErrClosed.
+func (d *DB) enter() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return store.ErrClosed
+	}
+	d.active.Add(1)
+	return nil
+}
+
+// backoff is the wait before attempt+1: 10ms doubling up to 1s, less up to
+// half of it at random, so that transactions that failed together do not
+// collide again.
+func backoff(attempt int) time.Duration {
+	d := min(10*time.Millisecond<<min(attempt-1, 10), time.Second)
+	return d/2 + rand.N(d/2+1)
+}

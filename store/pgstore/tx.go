@@ -1,0 +1,219 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chatgw/gateway/store"
+)
+
+// The statements of a transaction. pgx prepares each one once per connection
+// (its statement cache) and sends only the arguments afterwards. A Scan reads
+// a prefix's range [prefix, store.PrefixEnd(prefix)) in pages: the statements
+// without an upper bound serve the prefixes that have no end (empty, or all
+// 0xff bytes).
+const (
+	sqlGet    = `SELECT value FROM chatgw_kv WHERE bucket = $1 AND key = $2`
+	sqlPut    = `INSERT INTO chatgw_kv (bucket, key, value) VALUES ($1, $2, $3) ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value`
+	sqlDelete = `DELETE FROM chatgw_kv WHERE bucket = $1 AND key = $2`
+
+	sqlScanRange    = `SELECT key, value FROM chatgw_kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4`
+	sqlScanFrom     = `SELECT key, value FROM chatgw_kv WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3`
+	sqlScanRangeRev = `SELECT key, value FROM chatgw_kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT $4`
+	sqlScanFromRev  = `SELECT key, value FROM chatgw_kv WHERE bucket = $1 AND key >= $2 ORDER BY key DESC LIMIT $3`
+)
+
+// Scan pages: the first holds firstPage rows, each next one four times as
+// many up to maxPage, so that a Scan that stops after a few keys (a page of a
+// list) reads few, and a long one takes few round trips. Reading a page
+// stops early once it holds pageBytes of keys and values, which bounds the
+// memory of a Scan over large values.
+const (
+	firstPage = 64
+	maxPage   = 1024
+	pageBytes = 4 << 20
+)
+
+// tx is a store.Tx over a pgx transaction.
+//
+// The first statement that fails loses the transaction (PostgreSQL refuses
+// every later statement of it, and the connection may be gone): err keeps
+// that failure, Get returns nil from then on and Put, Delete and Scan return
+// err, and the DB fails the transaction with it whatever fn returns.
+type tx struct {
+	ctx      context.Context
+	ptx      pgx.Tx
+	readOnly bool
+	err      error // the first failure of a statement
+	connLost bool  // err came with the connection's end
+	ended    bool
+}
+
+func (t *tx) Get(bucket, key []byte) []byte {
+	t.check()
+	if t.err != nil || !storable(bucket, key) {
+		return nil
+	}
+	var v []byte
+	err := t.ptx.QueryRow(t.ctx, sqlGet, bucket, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		t.fail("Get", err)
+		return nil
+	}
+	if v == nil {
+		v = []byte{} // a stored empty value is not an absent key
+	}
+	return v
+}
+
+func (t *tx) Put(bucket, key, value []byte) error {
+	t.check()
+	if t.readOnly {
+		return fmt.Errorf("pgstore.Put: %w", store.ErrReadOnly)
+	}
+	if err := store.CheckPut(bucket, key, value); err != nil {
+		return fmt.Errorf("pgstore.Put: %w", err)
+	}
+	if t.err != nil {
+		return t.err
+	}
+	// pgx encodes the arguments before Exec returns: the caller may reuse them.
+	if _, err := t.ptx.Exec(t.ctx, sqlPut, bucket, key, value); err != nil {
+		return t.fail("Put", err)
+	}
+	return nil
+}
+
+func (t *tx) Delete(bucket, key []byte) error {
+	t.check()
+	if t.readOnly {
+		return fmt.Errorf("pgstore.Delete: %w", store.ErrReadOnly)
+	}
+	if t.err != nil {
+		return t.err
+	}
+	if !storable(bucket, key) {
+		return nil
+	}
+	if _, err := t.ptx.Exec(t.ctx, sqlDelete, bucket, key); err != nil {
+		return t.fail("Delete", err)
+	}
+	return nil
+}
+
+func (t *tx) Scan(bucket, prefix []byte, reverse bool, fn func(key, value []byte) (bool, error)) error {
+	t.check()
+	if t.err != nil {
+		return t.err
+	}
+	if !storable(bucket, []byte{0}) {
+		return nil
+	}
+	// The range still to read is [lo, hi); hi nil has no end. lo is never
+	// nil: a nil argument is SQL's NULL, which matches nothing.
+	lo, hi := append([]byte{}, prefix...), store.PrefixEnd(prefix)
+	limit := firstPage
+	for {
+		rows, full, err := t.page(bucket, lo, hi, reverse, limit)
+		if err != nil {
+			return t.fail("Scan", err)
+		}
+		for _, r := range rows {
+			more, err := fn(r.key, r.value)
+			if err != nil || !more {
+				return err
+			}
+		}
+		if !full {
+			return nil
+		}
+		// The next page starts past the last key read: after it going
+		// forward (last+0x00 is the smallest key greater than last), before
+		// it going backward.
+		last := rows[len(rows)-1].key
+		if reverse {
+			hi = last
+		} else {
+			lo = append(bytes.Clone(last), 0)
+		}
+		limit = min(limit*4, maxPage)
+	}
+}
+
+// row is a key and its value, copied out of pgx's buffers.
+type row struct{ key, value []byte }
+
+// page reads up to limit rows of bucket in [lo, hi) (no end when hi is nil),
+// in key order or reversed. full reports that the page may not hold the
+// range's last row: it has limit rows, or reading stopped at pageBytes.
+func (t *tx) page(bucket, lo, hi []byte, reverse bool, limit int) (rows []row, full bool, err error) {
+	var q pgx.Rows
+	switch {
+	case hi != nil && !reverse:
+		q, err = t.ptx.Query(t.ctx, sqlScanRange, bucket, lo, hi, limit)
+	case hi != nil:
+		q, err = t.ptx.Query(t.ctx, sqlScanRangeRev, bucket, lo, hi, limit)
+	case !reverse:
+		q, err = t.ptx.Query(t.ctx, sqlScanFrom, bucket, lo, limit)
+	default:
+		q, err = t.ptx.Query(t.ctx, sqlScanFromRev, bucket, lo, limit)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer q.Close()
+	size := 0
+	for q.Next() {
+		var r row
+		if err := q.Scan(&r.key, &r.value); err != nil { // Scan copies into new slices
+			return nil, false, err
+		}
+		if r.value == nil {
+			r.value = []byte{}
+		}
+		rows = append(rows, r)
+		if size += len(r.key) + len(r.value); size >= pageBytes {
+			full = true
+			break
+		}
+	}
+	q.Close() // reads what the page did not take, and the statement's outcome
+	if err := q.Err(); err != nil {
+		return nil, false, err
+	}
+	return rows, full || len(rows) == limit, nil
+}
+
+// fail records the failure of statement op as the transaction's, unless one
+// came first, and returns the transaction's failure.
+func (t *tx) fail(op string, err error) error {
+	if t.err == nil {
+		t.err = fmt.Errorf("%s: %w", op, err)
+		t.connLost = t.ptx.Conn().IsClosed()
+	}
+	return t.err
+}
+
+// check panics when the transaction has ended: a Tx kept past fn would
+// otherwise read nothing without a word.
+func (t *tx) check() {
+	if t.ended {
+		panic("pgstore: Tx used after its transaction ended")
+	}
+}
+
+func (t *tx) end() { t.ended = true }
+
+// storable reports whether a key can be in bucket: Put accepts only non-empty
+// bucket names and keys of at most store.MaxKeySize bytes, so asking the
+// database about others would be a round trip for nothing.
+func storable(bucket, key []byte) bool {
+	return len(bucket) > 0 && len(bucket) <= store.MaxKeySize && len(key) > 0 && len(key) <= store.MaxKeySize
+}

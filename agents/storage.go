@@ -248,7 +248,11 @@ func (ss sessionStore) appendTurn(ctx context.Context, tenant, id string, msgs [
 // session_compact_conflict.
 func (ss sessionStore) compact(ctx context.Context, tenant, id string, nextSeq uint64, keep int, succ *sessionRecord) ([]json.RawMessage, error) {
 	var kept []json.RawMessage
+	orig := *succ
 	err := ss.st.Update(ctx, func(tx store.Tx) error {
+		// appendMessages advances succ: a retried transaction (the store may
+		// run the callback again) starts from the successor as it was.
+		*succ = orig
 		rec, err := readSession(tx, tenant, id)
 		if errors.Is(err, errSessionMissing) {
 			return errSessionNotFound(id)

@@ -192,9 +192,12 @@ func (s *Service) save(ctx context.Context, tenant string, req *genRequest, imag
 // more follow.
 func (s *Service) list(ctx context.Context, tenant string, limit, offset int) ([]imageJSON, bool, error) {
 	now := s.clock.Now()
-	page := []imageJSON{}
-	more, skipped := false, 0
+	var page []imageJSON
+	var more bool
 	err := s.st.View(ctx, func(tx store.Tx) error {
+		// Reset: a store may run the callback again (a retried transaction).
+		page, more = []imageJSON{}, false
+		skipped := 0
 		return tx.Scan(imgMetaBucket, store.AppendString(nil, tenant), true, func(_, v []byte) (bool, error) {
 			var img imageJSON
 			if err := json.Unmarshal(v, &img); err != nil {

@@ -215,6 +215,7 @@ func (s *Service) cancelStored(ctx context.Context, tenant, id, reason string) (
 	now := s.clk.Now().UTC()
 	var out record
 	err := s.st.Update(ctx, func(tx store.Tx) error {
+		out = record{} // the store may run the callback again
 		rec, ok, err := getRecord(tx, tenant, id)
 		if err != nil || !ok {
 			return err
@@ -289,6 +290,7 @@ type view struct {
 // is none.
 func (s *Service) load(ctx context.Context, tenant, id string) (v view, ok bool, err error) {
 	err = s.st.View(ctx, func(tx store.Tx) error {
+		v, ok = view{}, false // the store may run the callback again
 		rec, found, err := getRecord(tx, tenant, id)
 		if err != nil || !found {
 			return err
@@ -313,7 +315,7 @@ func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool
 	var page []record
 	more := false
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		page = page[:0]
+		page, more = page[:0], false // the store may run the callback again
 		skip := offset
 		return tx.Scan(bucket, prefix, true, func(_, v []byte) (bool, error) {
 			if skip > 0 {

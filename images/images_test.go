@@ -113,6 +113,7 @@ func (e *env) bucketSizes(t *testing.T) map[string]int {
 	t.Helper()
 	sizes := map[string]int{}
 	err := e.st.View(context.Background(), func(tx store.Tx) error {
+		clear(sizes) // the store may run the callback again
 		for _, b := range []string{"img/meta", "img/data", "img/expiry", "img/rate"} {
 			err := tx.Scan([]byte(b), nil, false, func(_, _ []byte) (bool, error) {
 				sizes[b]++

@@ -44,18 +44,23 @@ func ExampleAppendString() {
 	}
 
 	prefix := store.AppendString(store.AppendString(nil, "u1"), "c1")
+	var lines []string
 	err = s.View(ctx, func(tx store.Tx) error {
+		lines = nil // a store may run the callback again: collect, print after
 		return tx.Scan(bucket, prefix, true, func(k, v []byte) (bool, error) {
 			seq, _, err := store.ReadUint64(k[len(prefix):])
 			if err != nil {
 				return false, err
 			}
-			fmt.Println(seq, string(v))
+			lines = append(lines, fmt.Sprint(seq, " ", string(v)))
 			return true, nil
 		})
 	})
 	if err != nil {
 		log.Fatal(err)
+	}
+	for _, l := range lines {
+		fmt.Println(l)
 	}
 	// Output:
 	// 10 bye

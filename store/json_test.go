@@ -158,6 +158,7 @@ func TestScanJSON(t *testing.T) {
 			var keys []string
 			var got []record
 			err := s.View(context.Background(), func(tx store.Tx) error {
+				keys, got = nil, nil // the store may run the callback again
 				return store.ScanJSON(tx, bucketJSON, []byte(tc.prefix), tc.reverse, func(k []byte, r record) (bool, error) {
 					keys = append(keys, string(k))
 					got = append(got, r)

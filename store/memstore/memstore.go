@@ -9,8 +9,10 @@
 // and Scan hand out is a private copy that is overwritten with 0xEE bytes when
 // the transaction ends, so code that keeps a value without copying it reads
 // garbage at once instead of failing only when bbolt happens to remap its file.
-// Batch runs fn twice (the contract allows it), so that a fn with effects
-// outside its transaction misbehaves in tests too. A Tx used after its
+// View, Update and Batch run fn twice (the contract allows it: a database
+// store retries a transaction that conflicted), the first run discarded, so
+// that a fn with effects outside its transaction, or one that does not reset
+// what it accumulates, misbehaves in tests too. A Tx used after its
 // transaction ended panics.
 //
 // FailNext and FailWith make transactions fail, to test the storage_error paths
@@ -56,6 +58,12 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	rehearsal := &tx{base: snap}
+	err = fn(rehearsal)
+	rehearsal.end()
+	if err != nil {
+		return err
+	}
 	t := &tx{base: snap}
 	defer t.end()
 	return fn(t)
@@ -67,11 +75,12 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return s.update(ctx, "Update", fn)
 }
 
-// Batch is Update, except that fn runs twice: first in a transaction that is
-// discarded, then in the one that commits, as bbolt does when another fn of the
-// group fails. A fn that is not idempotent (with effects outside tx) thus shows
-// in tests. When the first run fails, its error is returned and fn does not run
-// again. (An in-memory commit costs nothing, so there is nothing to group.)
+// Batch is Update. fn runs twice in both: first in a transaction that is
+// discarded, then in the one that commits, as bbolt's Batch does when another
+// fn of the group fails and a database store does when it retries. A fn that
+// is not idempotent (with effects outside tx) thus shows in tests. When the
+// first run fails, its error is returned and fn does not run again. (An
+// in-memory commit costs nothing, so there is nothing to group.)
 func (s *Store) Batch(ctx context.Context, fn func(store.Tx) error) error {
 	return s.update(ctx, "Batch", fn)
 }
@@ -106,10 +115,8 @@ func (s *Store) update(ctx context.Context, op string, fn func(store.Tx) error) 
 		return store.ErrClosed
 	}
 
-	if op == "Batch" {
-		if err := rehearse(base, fn); err != nil {
-			return err
-		}
+	if err := rehearse(base, fn); err != nil {
+		return err
 	}
 	t := &tx{base: base, writable: true}
 	defer t.end()

@@ -154,6 +154,7 @@ func testValuesOutliveTx(t *testing.T, s store.Store) {
 	var got []byte
 	var keys [][]byte
 	view(t, s, func(tx store.Tx) error {
+		keys = nil // the store may run the callback again
 		got = bytes.Clone(tx.Get([]byte("b"), []byte("k1")))
 		return tx.Scan([]byte("b"), nil, false, func(k, _ []byte) (bool, error) {
 			keys = append(keys, bytes.Clone(k))

@@ -61,8 +61,9 @@ func testCloseWhileBusy(t *testing.T, s store.Store) {
 	inFn, release := make(chan struct{}), make(chan struct{})
 	updateErr := make(chan error, 1)
 	go func() {
+		var once sync.Once // the store may run the callback more than once
 		updateErr <- s.Update(context.Background(), func(tx store.Tx) error {
-			close(inFn)
+			once.Do(func() { close(inFn) })
 			<-release
 			return tx.Put([]byte("b"), []byte("k"), []byte("v"))
 		})

@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -78,18 +77,5 @@ func layoutVersion(tx store.Tx) (uint64, error) {
 // dropOwnerClaims removes layout 1's conv/owner records. Keys are collected
 // first: a Scan's callback must not change the bucket it scans.
 func dropOwnerClaims(tx store.Tx) error {
-	var keys [][]byte
-	err := tx.Scan(bucketOwnerV1, nil, false, func(k, _ []byte) (bool, error) {
-		keys = append(keys, bytes.Clone(k))
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := tx.Delete(bucketOwnerV1, k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return store.DeleteMatching(tx, bucketOwnerV1, nil, nil)
 }

@@ -378,8 +378,7 @@ func (s *Service) purgeBatch(ctx context.Context, now time.Time) (int, error) {
 // The ledger holds at most image_gen_rate_per_hour entries per tenant.
 func (s *Service) trimRateLedger(ctx context.Context, now time.Time) error {
 	return s.st.Update(ctx, func(tx store.Tx) error {
-		var stale [][]byte
-		err := tx.Scan(imgRateBucket, nil, false, func(k, _ []byte) (bool, error) {
+		return store.DeleteMatching(tx, imgRateBucket, nil, func(k, _ []byte) (bool, error) {
 			_, rest, err := store.ReadString(k)
 			if err != nil {
 				return false, err
@@ -388,19 +387,7 @@ func (s *Service) trimRateLedger(ctx context.Context, now time.Time) error {
 			if err != nil {
 				return false, err
 			}
-			if !time.Unix(0, int64(at)).After(now.Add(-RateWindow)) {
-				stale = append(stale, bytes.Clone(k))
-			}
-			return true, nil
+			return !time.Unix(0, int64(at)).After(now.Add(-RateWindow)), nil
 		})
-		if err != nil {
-			return err
-		}
-		for _, k := range stale {
-			if err := tx.Delete(imgRateBucket, k); err != nil {
-				return err
-			}
-		}
-		return nil
 	})
 }

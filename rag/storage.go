@@ -87,30 +87,6 @@ func readPosting(v []byte) (tf, dl int, err error) {
 	return int(a), int(b), nil
 }
 
-// scanKeys returns copies of the keys of bucket that start with prefix.
-func scanKeys(tx store.Tx, bucket, prefix []byte) ([][]byte, error) {
-	var keys [][]byte
-	err := tx.Scan(bucket, prefix, false, func(k, _ []byte) (bool, error) {
-		keys = append(keys, bytes.Clone(k))
-		return true, nil
-	})
-	return keys, err
-}
-
-// deletePrefix deletes every key of bucket that starts with prefix.
-func deletePrefix(tx store.Tx, bucket, prefix []byte) error {
-	keys, err := scanKeys(tx, bucket, prefix)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := tx.Delete(bucket, k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // putDoc writes document d into an index (which holds no document d.DocID):
 // its text, record, chunks and postings. created is the document's creation
 // time. It returns the document's record.
@@ -194,7 +170,7 @@ func clearIndex(tx store.Tx, tenant, index string) (map[string]docRecord, error)
 		return nil, err
 	}
 	for _, b := range [][]byte{bucketDocs, bucketTexts, bucketChunks, bucketPostings} {
-		if err := deletePrefix(tx, b, prefix); err != nil {
+		if err := store.DeleteMatching(tx, b, prefix, nil); err != nil {
 			return nil, err
 		}
 	}

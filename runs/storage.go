@@ -261,22 +261,9 @@ func (s *Service) failQueued(qs []*active) error {
 
 // deleteActiveOf removes the active entries of tenant that name id.
 func deleteActiveOf(tx store.Tx, tenant, id string) error {
-	var keys [][]byte
-	err := tx.Scan(bucketActive, byTenantPrefix(tenant), false, func(k, v []byte) (bool, error) {
-		if string(v) == id {
-			keys = append(keys, bytes.Clone(k))
-		}
-		return true, nil
+	return store.DeleteMatching(tx, bucketActive, byTenantPrefix(tenant), func(_, v []byte) (bool, error) {
+		return string(v) == id, nil
 	})
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := tx.Delete(bucketActive, k); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // view is a run as GET answers it: the record and, for a finished run, its

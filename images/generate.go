@@ -55,12 +55,7 @@ func (s *Service) Generate(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	body, err := httpx.ReadBody(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	obj, err := httpx.ParseObject(body)
+	obj, err := httpx.ReadObject(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

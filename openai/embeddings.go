@@ -53,12 +53,7 @@ func (s *Service) Embeddings(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	body, err := httpx.ReadBody(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	fields, err := httpx.ParseObject(body)
+	fields, err := httpx.ReadObject(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

@@ -3,6 +3,7 @@ package httpx
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"unicode/utf8"
 
 	"github.com/chatgw/gateway/errcat"
@@ -120,4 +121,15 @@ func (o Object) Build(alias string, drop map[string]bool) []byte {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+// ReadObject reads r's body (ReadBody) and splits it into its members
+// (ParseObject): the start of every handler of a passthrough body that the
+// gateway reads member by member.
+func ReadObject(r *http.Request) (Object, error) {
+	body, err := ReadBody(r)
+	if err != nil {
+		return nil, err
+	}
+	return ParseObject(body)
 }

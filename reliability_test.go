@@ -252,3 +252,25 @@ func TestStoredReplyFitsTheWindow(t *testing.T) {
 		t.Errorf("conversation stored after the refused reply: %d", resp.StatusCode)
 	}
 }
+
+// TestEndStreamsBeforeTheAnswer: a JSON answer whose body has not arrived
+// when the gateway ends its streams answers 503 upstream_unavailable saying
+// the gateway shuts down, not a cut connection.
+func TestEndStreamsBeforeTheAnswer(t *testing.T) {
+	headersSent := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		close(headersSent)
+		<-r.Context().Done() // the body never comes
+	}))
+	t.Cleanup(up.Close)
+	e := newEnv(t, gateway.WithBackends(upstream.Backends{LocalURL: up.URL}))
+	go func() { <-headersSent; e.g.EndStreams() }() // a relay that starts after it still ends at once
+	resp, b := e.do(t, call{method: "POST", path: "/v1/chat/completions", token: "member",
+		body: `{"model":"lm-4-scout-local","messages":[{"role":"user","content":"hi"}]}`})
+	if got := outcome(resp, b); got != "Service Unavailable upstream_unavailable null" || !strings.Contains(string(b), "shutting down") {
+		t.Errorf("= %s %s; want 503 upstream_unavailable saying the gateway shuts down", got, b)
+	}
+}

@@ -343,11 +343,11 @@ func readJSON(resp *upstream.Response, withTools bool, limit int64) (ans *answer
 	resp.Body.Close()
 	switch {
 	case err != nil:
-		return nil, -1, readFailure(err)
+		return nil, -1, relay.ReadFailure(err)
 	case !json.Valid(b):
-		return nil, -1, readFailure(errors.New("agents: upstream answer is not JSON"))
+		return nil, -1, relay.ReadFailure(errors.New("agents: upstream answer is not JSON"))
 	case relay.IsErrorObject(b):
-		return nil, -1, readFailure(fmt.Errorf("agents: upstream answered an error object: %s", redact.Body(b)))
+		return nil, -1, relay.ReadFailure(fmt.Errorf("agents: upstream answered an error object: %s", redact.Body(b)))
 	}
 	var cp wire.Completion
 	_ = json.Unmarshal(b, &cp)
@@ -392,7 +392,7 @@ func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, 
 			if e := limited.Exceeded(); e != nil {
 				err = e // the SSE parser reports its own error for it
 			}
-			return nil, usedTokens(usage), readFailure(err)
+			return nil, usedTokens(usage), relay.ReadFailure(err)
 		}
 		if ev.Type != "" || ev.Data == "" {
 			continue
@@ -403,7 +403,7 @@ func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, 
 		}
 		if relay.IsErrorObject(ev.Data) {
 			resp.Body.Close()
-			return nil, usedTokens(usage), readFailure(fmt.Errorf("agents: upstream sent an error event: %s", redact.Body([]byte(ev.Data))))
+			return nil, usedTokens(usage), relay.ReadFailure(fmt.Errorf("agents: upstream sent an error event: %s", redact.Body([]byte(ev.Data))))
 		}
 		var ch wire.Chunk
 		if json.Unmarshal([]byte(ev.Data), &ch) != nil {
@@ -430,7 +430,7 @@ func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, 
 	}
 	if !done {
 		resp.Body.Close()
-		return nil, usedTokens(usage), readFailure(errors.New("agents: upstream stream ended without [DONE]"))
+		return nil, usedTokens(usage), relay.ReadFailure(errors.New("agents: upstream stream ended without [DONE]"))
 	}
 	if isTool {
 		resp.Body.Close()
@@ -495,18 +495,4 @@ func validArgs(args string) bool {
 	}
 	var obj map[string]json.RawMessage
 	return json.Unmarshal([]byte(t), &obj) == nil && obj != nil
-}
-
-// readFailure maps a failure while reading an upstream answer as the relay
-// does: upstream_timeout when the upstream call's time-out passed, else
-// upstream_error; the cause is only logged.
-func readFailure(cause error) *errcat.Error {
-	var own *errcat.Error
-	if errors.As(cause, &own) && own.Code == errcat.UpstreamError {
-		return own // the gateway's own verdict (relay.TooLarge)
-	}
-	if errcat.CodeOf(cause) == errcat.UpstreamTimeout {
-		return &errcat.Error{Code: errcat.UpstreamTimeout, Message: "The upstream model did not finish within the time-out; the answer is incomplete.", Cause: cause}
-	}
-	return &errcat.Error{Code: errcat.UpstreamError, Message: "The upstream model failed while answering; the answer is incomplete.", Cause: cause}
 }

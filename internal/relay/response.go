@@ -216,19 +216,23 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 // upstream_timeout.
 func fail(w http.ResponseWriter, r *http.Request, s *SSE, cause error) Result {
 	httpx.InfoFrom(r.Context()).Logger.LogAttrs(r.Context(), slog.LevelWarn, "relay failed", slog.String("error", redact.Error(cause)))
-	e := &errcat.Error{
-		Code:    errcat.UpstreamError,
-		Message: "The upstream model failed while answering; the answer is incomplete.",
-		Cause:   cause,
-	}
+	return reject(w, r, s, ReadFailure(cause))
+}
+
+// ReadFailure is the error of an upstream answer that failed while it was
+// read: the gateway's own upstream_error verdict as it is (TooLarge, message
+// and all), upstream_timeout when the upstream call's time-out passed, else
+// upstream_error; the cause is only logged. Callers that read an answer
+// themselves (an agent's tool round) report failures the same way.
+func ReadFailure(cause error) *errcat.Error {
 	var own *errcat.Error
 	if errors.As(cause, &own) && own.Code == errcat.UpstreamError {
-		return reject(w, r, s, own) // the gateway's own verdict (TooLarge), message and all
+		return own
 	}
 	if errcat.CodeOf(cause) == errcat.UpstreamTimeout {
-		e.Code, e.Message = errcat.UpstreamTimeout, "The upstream model did not finish within the time-out; the answer is incomplete."
+		return &errcat.Error{Code: errcat.UpstreamTimeout, Message: "The upstream model did not finish within the time-out; the answer is incomplete.", Cause: cause}
 	}
-	return reject(w, r, s, e)
+	return &errcat.Error{Code: errcat.UpstreamError, Message: "The upstream model failed while answering; the answer is incomplete.", Cause: cause}
 }
 
 // reject sends err instead of the answer: the JSON error envelope when nothing

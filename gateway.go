@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/chat"
@@ -33,11 +34,11 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/images"
 	"github.com/chatgw/gateway/internal/apidocs"
-	"github.com/chatgw/gateway/internal/ratelimit"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/rag"
+	"github.com/chatgw/gateway/ratelimit"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store/boltstore"
 	"github.com/chatgw/gateway/tenantconfig"
@@ -53,9 +54,12 @@ const Version = "0.1.0"
 type Gateway struct {
 	cfg     config
 	router  *httprouter.Router
-	limiter *ratelimit.Limiter
-	catalog *upstream.Catalog // with backend statuses, as /v1/info shows it
-	log     *slog.Logger
+	limiter ratelimit.Limiter
+	// limitFailLogged is the unix second of the last log line of a failed
+	// limiter, so that an outage logs once a second, not once a request.
+	limitFailLogged atomic.Int64
+	catalog         *upstream.Catalog // with backend statuses, as /v1/info shows it
+	log             *slog.Logger
 
 	errorsJSON http.Handler
 	errorsHTML http.Handler
@@ -136,12 +140,24 @@ func (g *Gateway) wire() error {
 		c.upstream = r
 		g.closers = append(g.closers, r.Close)
 	}
-	g.limiter = ratelimit.New(c.clock, c.rate)
+	g.limiter = limiterOf(c)
 	if err := g.wireFamilies(); err != nil {
 		return err
 	}
 	g.router = g.buildRouter(g.routes())
 	return nil
+}
+
+// limiterOf is the configured rate limiter, else the store's shared one,
+// else in-process buckets.
+func limiterOf(c *config) ratelimit.Limiter {
+	if c.limiter != nil {
+		return c.limiter
+	}
+	if p, ok := c.store.(ratelimit.Provider); ok {
+		return p.RateLimiter()
+	}
+	return ratelimit.NewLocal(c.clock)
 }
 
 // wireFamilies builds the API families over the shared store, clock and upstream.

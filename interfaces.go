@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/ratelimit"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -18,4 +19,7 @@ type (
 	TokenCatalog = auth.TokenCatalog
 	// Clock tells the time.
 	Clock = clock.Clock
+	// RateLimiter keeps the per-token rate limit: in process by default, in
+	// the database with a store that shares it (see WithRateLimiter).
+	RateLimiter = ratelimit.Limiter
 )

@@ -159,8 +159,8 @@ func (g *Gateway) authorize(r *http.Request, ps httprouter.Params, rt route, inf
 		return nil, err
 	}
 	info.Tenant = p.Tenant.ID
-	if ok, wait := g.limiter.Allow(p.Digest, p.Rate); !ok {
-		return nil, &errcat.Error{Code: errcat.RateLimitExceeded, Message: "Rate limit exceeded", RetryAfter: retrySeconds(wait)}
+	if err := g.limit(r.Context(), p); err != nil {
+		return nil, err
 	}
 	if rt.scope != "" {
 		if scope := routeScope(ps, rt.scope); !p.Allows(scope) {
@@ -177,6 +177,40 @@ func (g *Gateway) authorize(r *http.Request, ps httprouter.Params, rt route, inf
 		return nil, err
 	}
 	return p, checkUser(r, rt, p)
+}
+
+// limit takes one request from p's bucket: 429 rate_limit_exceeded when it
+// is empty. When the limiter cannot decide (its database is unreachable) the
+// request fails closed with 500 storage_error, or passes unlimited when the
+// operator chose WithRateLimitFailOpen.
+func (g *Gateway) limit(ctx context.Context, p *auth.Principal) error {
+	rate := g.cfg.rate
+	if p.Rate != nil {
+		rate = *p.Rate
+	}
+	ok, wait, err := g.limiter.Allow(ctx, p.Digest, rate)
+	switch {
+	case err != nil && g.cfg.rateFail:
+		g.logLimiterFailure(err)
+		return nil
+	case err != nil:
+		return errcat.Storage(fmt.Errorf("rate limit: %w", err))
+	case !ok:
+		return &errcat.Error{Code: errcat.RateLimitExceeded, Message: "Rate limit exceeded", RetryAfter: retrySeconds(wait)}
+	}
+	return nil
+}
+
+// logLimiterFailure logs a limiter failure that fail-open let pass, at most
+// once a second: an outage at thousands of requests a second must not
+// become as many log lines.
+func (g *Gateway) logLimiterFailure(err error) {
+	now := g.cfg.clock.Now().Unix()
+	last := g.limitFailLogged.Load()
+	if now == last || !g.limitFailLogged.CompareAndSwap(last, now) {
+		return
+	}
+	g.log.Warn("rate limiter failed; request let through (fail-open)", "error", redact.String(err.Error()))
 }
 
 // authenticate matches the bearer token and the optional GW-Tenant-Id binding.

@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,7 +17,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/httpx"
-	"github.com/chatgw/gateway/internal/ratelimit"
+	"github.com/chatgw/gateway/ratelimit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -59,7 +62,7 @@ func newHarness(t *testing.T, routes []route) *harness {
 	cfg.rate = auth.Rate{PerSecond: 1, Burst: 3}
 	cfg.bodyLimit = 64
 	g := &Gateway{cfg: cfg, log: slog.New(slog.NewJSONHandler(logs, nil))}
-	g.limiter = ratelimit.New(fc, cfg.rate)
+	g.limiter = ratelimit.NewLocal(fc)
 	g.router = g.buildRouter(routes)
 	return &harness{g: g, clock: fc, logs: logs}
 }
@@ -233,6 +236,45 @@ func TestRateLimit(t *testing.T) {
 	h.clock.Advance(time.Second)
 	if w := h.do(t, req{method: "GET", path: "/t/open", token: "member"}); w.Code != 200 {
 		t.Errorf("after refill: %d", w.Code)
+	}
+}
+
+// failingLimiter is a limiter whose database cannot be reached.
+type failingLimiter struct{}
+
+func (failingLimiter) Allow(context.Context, auth.Digest, auth.Rate) (bool, time.Duration, error) {
+	return false, 0, errors.New("dial tcp 10.0.0.9:5432: connect: connection refused")
+}
+
+// TestRateLimiterFailure checks the failure policy: a limiter that cannot
+// decide fails the request closed (500 storage_error) unless the operator
+// chose fail-open, which lets it through and logs once a second.
+func TestRateLimiterFailure(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		t.Run(fmt.Sprint("fail-open=", open), func(t *testing.T) {
+			h := newHarness(t, testRoutes)
+			h.g.limiter, h.g.cfg.rateFail = failingLimiter{}, open
+			var got []string
+			for range 3 {
+				w := h.do(t, req{method: "GET", path: "/t/open", token: "member"})
+				got = append(got, codeParam(t, w))
+			}
+			want := "Internal Server Error storage_error null"
+			if open {
+				want = "OK"
+			}
+			if diff := cmp.Diff([]string{want, want, want}, got); diff != "" {
+				t.Errorf("answers mismatch (-want +got):\n%s", diff)
+			}
+			if n := strings.Count(h.logs.String(), "fail-open"); open && n != 1 {
+				t.Errorf("%d fail-open log lines in one second, want 1:\n%s", n, h.logs)
+			}
+			h.clock.Advance(time.Second)
+			h.do(t, req{method: "GET", path: "/t/open", token: "member"})
+			if n := strings.Count(h.logs.String(), "fail-open"); open && n != 2 {
+				t.Errorf("%d fail-open log lines after a second, want 2", n)
+			}
+		})
 	}
 }
 

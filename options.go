@@ -24,6 +24,8 @@ type config struct {
 	clock       Clock
 	logger      *slog.Logger
 	rate        auth.Rate
+	limiter     RateLimiter
+	rateFail    bool // let requests pass when the limiter fails
 	bodyLimit   int64
 	keepalive   time.Duration
 	agentsDir   string
@@ -115,6 +117,24 @@ func WithRateLimit(perSecond float64, burst int) Option {
 		c.rate = auth.Rate{PerSecond: perSecond, Burst: burst}
 		return nil
 	}
+}
+
+// WithRateLimiter sets where the per-token buckets live. If nil (the
+// default), a store that implements ratelimit.Provider (store/pgstore) gives
+// its limiter, shared by every gateway on that database, so that a token's
+// burst holds across the fleet; any other store gets in-process buckets
+// (ratelimit.Local), one set per gateway.
+func WithRateLimiter(l RateLimiter) Option {
+	return func(c *config) error { c.limiter = l; return nil }
+}
+
+// WithRateLimitFailOpen sets what a request gets when the rate limiter cannot
+// decide (its database cannot be reached): false (the default) answers 500
+// storage_error, so that no request passes without its limit; true lets it
+// through unlimited, logging the failure at most once a second. Every other
+// use of stored state fails closed either way.
+func WithRateLimitFailOpen(open bool) Option {
+	return func(c *config) error { c.rateFail = open; return nil }
 }
 
 // WithBodyLimit sets the largest accepted request body in bytes. Default

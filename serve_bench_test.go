@@ -10,7 +10,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/internal/httpx"
-	"github.com/chatgw/gateway/internal/ratelimit"
+	"github.com/chatgw/gateway/ratelimit"
 	"github.com/chatgw/gateway/store/memstore"
 )
 
@@ -82,7 +82,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 			cfg := defaultConfig()
 			cfg.tokens = tokens
 			g := &Gateway{cfg: cfg, log: slog.New(bc.log)}
-			g.limiter = ratelimit.New(nil, cfg.rate)
+			g.limiter = ratelimit.NewLocal(nil)
 			g.router = g.buildRouter(noop)
 			serveLoop(b, g, benchRequest("GET", "/t/noop", "tok"))
 		})

@@ -32,6 +32,7 @@ type config struct {
 	RouterAPIKey     string        `env:"ROUTER_API_KEY" help:"bearer token sent to the router; empty: none"`
 	RatePerSecond    float64       `env:"RATE_PER_SECOND, default=1" help:"per-token rate limit, requests per second"`
 	RateBurst        int           `env:"RATE_BURST, default=30" help:"per-token rate limit burst"`
+	RateFailOpen     bool          `env:"RATE_LIMIT_FAIL_OPEN, default=false" help:"let requests through without their rate limit while the store that keeps it (PostgreSQL) cannot be reached; false: 500 storage_error"`
 	BodyLimitBytes   int64         `env:"BODY_LIMIT_BYTES, default=33554432" help:"request body limit in bytes"`
 	UpstreamTimeout  time.Duration `env:"UPSTREAM_TIMEOUT, default=600s" help:"total upstream time-out"`
 	FirstByteTimeout time.Duration `env:"FIRST_BYTE_TIMEOUT, default=120s" help:"per-attempt wait for the first byte before the next backend"`

@@ -119,6 +119,22 @@
 // 4 MiB. Values are stored as they are; PostgreSQL compresses and moves large
 // ones out of line (TOAST).
 //
+// # Rate limit
+//
+// DB is a ratelimit.Provider: gateway.New takes its RateLimiter, so that a
+// token's bucket is shared by every gateway on the database (a burst of 30
+// is 30 across the fleet, not 30 per replica). The buckets are rows of the
+// UNLOGGED table chatgw_rate, one per token digest, holding a GCRA
+// theoretical arrival time in microseconds of the database's clock (the
+// replicas' clocks may disagree; the database's is one). A request is one
+// INSERT ... ON CONFLICT DO UPDATE ... RETURNING outside any transaction: one
+// round trip, serialised per token by the row's lock, never retried. It
+// gives up after WithLimiterTimeout (DefaultLimiterTimeout), and the gateway
+// then applies its failure policy (500 storage_error, or fail-open by
+// choice). UNLOGGED spares every request a WAL write; a crash of the database
+// empties the table, which refills every bucket, as a restart of a lone
+// gateway does.
+//
 // # Closing
 //
 // Close waits for running transactions, then closes the pool. Every later

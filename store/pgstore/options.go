@@ -12,17 +12,22 @@ const (
 	// DefaultConnectTimeout bounds one connection attempt when the URL sets no
 	// connect_timeout.
 	DefaultConnectTimeout = 5 * time.Second
+	// DefaultLimiterTimeout bounds one rate-limit statement, waiting for a
+	// connection included: a healthy database answers in well under a
+	// millisecond, and a request must not hang on one that does not.
+	DefaultLimiterTimeout = 2 * time.Second
 )
 
 // An Option configures Open.
 type Option func(*options)
 
 type options struct {
-	maxAttempts int
+	maxAttempts  int
+	limitTimeout time.Duration
 }
 
 func defaultOptions() options {
-	return options{maxAttempts: DefaultMaxAttempts}
+	return options{maxAttempts: DefaultMaxAttempts, limitTimeout: DefaultLimiterTimeout}
 }
 
 // WithMaxAttempts sets how many times View, Update and Batch try a transaction
@@ -35,9 +40,19 @@ func WithMaxAttempts(n int) Option {
 	return func(o *options) { o.maxAttempts = n }
 }
 
+// WithLimiterTimeout sets how long the rate limiter (RateLimiter) waits for
+// the database before it reports a failure. It must be positive. Default
+// DefaultLimiterTimeout.
+func WithLimiterTimeout(d time.Duration) Option {
+	return func(o *options) { o.limitTimeout = d }
+}
+
 func (o options) validate() error {
 	if o.maxAttempts < 1 {
 		return fmt.Errorf("max attempts %d: must be at least 1", o.maxAttempts)
+	}
+	if o.limitTimeout <= 0 {
+		return fmt.Errorf("limiter time-out %v: must be positive", o.limitTimeout)
 	}
 	return nil
 }

@@ -26,8 +26,9 @@ var (
 
 // DB is a store.Store on a PostgreSQL database. Create it with Open.
 type DB struct {
-	pool        *pgxpool.Pool
-	maxAttempts int
+	pool         *pgxpool.Pool
+	maxAttempts  int
+	limitTimeout time.Duration
 	// retried, when set (by tests), is called before each retry with the
 	// attempt that failed and its failure.
 	retried func(attempt int, err error)
@@ -69,7 +70,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore.Open: schema migration: %w", err)
 	}
-	return &DB{pool: pool, maxAttempts: o.maxAttempts}, nil
+	return &DB{pool: pool, maxAttempts: o.maxAttempts, limitTimeout: o.limitTimeout}, nil
 }
 
 // View runs fn in a read-only SERIALIZABLE transaction. fn may run more than

@@ -57,6 +57,9 @@ func TestStore(t *testing.T) {
 		{"FailedReadIsNotAbsence", testFailedReadIsNotAbsence},
 		{"GivesUpAfterMaxAttempts", testGivesUp},
 		{"KeyTooLongForTheIndex", testKeyTooLong},
+		{"RateLimitSharedByGateways", testRateShared},
+		{"RateLimitConcurrent", testRateConcurrent},
+		{"RateLimitRefillAndChange", testRateRefillAndChange},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

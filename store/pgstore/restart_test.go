@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/internal/pgtest"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/pgstore"
@@ -64,9 +65,14 @@ func TestDatabaseRestart(t *testing.T) {
 		t.Errorf("counter = %d after three increments, want 3", n)
 	}
 
-	// Down for good: a transaction fails once its attempts are spent.
-	quick := open(t, url, pgstore.WithMaxAttempts(2))
+	// Down for good: a transaction fails once its attempts are spent, and
+	// the rate limiter reports its failure (the gateway then fails closed or
+	// open, as configured) rather than passing the request.
+	quick := open(t, url, pgstore.WithMaxAttempts(2), pgstore.WithLimiterTimeout(time.Second))
 	c.Stop(t)
+	if ok, _, err := quick.RateLimiter().Allow(ctx, auth.DigestOf("t"), auth.Rate{PerSecond: 1, Burst: 5}); ok || err == nil {
+		t.Errorf("Allow with the database down = %v, %v; want false and an error", ok, err)
+	}
 	start := time.Now()
 	if err := quick.Update(ctx, increment); err == nil {
 		t.Error("Update with the database down succeeded")

@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"context"
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
@@ -9,14 +10,37 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
-	"github.com/chatgw/gateway/internal/ratelimit"
+	"github.com/chatgw/gateway/ratelimit"
 )
 
 var defaultRate = auth.Rate{PerSecond: 1, Burst: 30}
 
-func newLimiter(def auth.Rate) (*ratelimit.Limiter, *clock.Fake) {
+// limiter is a Local with a default rate, as the gateway's middleware uses
+// it: a nil rate given to Allow means the default.
+type limiter struct {
+	*ratelimit.Local
+	def auth.Rate
+}
+
+func (l limiter) Allow(d auth.Digest, r *auth.Rate) (bool, time.Duration) {
+	if r == nil {
+		r = &l.def
+	}
+	ok, wait, err := l.Local.Allow(context.Background(), d, *r)
+	if err != nil {
+		panic(err) // Local never fails
+	}
+	return ok, wait
+}
+
+func newLimiter(def auth.Rate) (limiter, *clock.Fake) {
 	fc := clock.NewFake(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	return ratelimit.New(fc, def), fc
+	return limiter{ratelimit.NewLocal(fc), def}, fc
+}
+
+// newWall is newLimiter on the wall clock.
+func newWall(def auth.Rate) limiter {
+	return limiter{ratelimit.NewLocal(nil), def}
 }
 
 // digest returns a digest in shard shard (its first byte), distinct for each i.
@@ -28,7 +52,7 @@ func digest(shard byte, i uint32) auth.Digest {
 }
 
 // allowN calls Allow n times and returns how many passed.
-func allowN(l *ratelimit.Limiter, d auth.Digest, r *auth.Rate, n int) int {
+func allowN(l limiter, d auth.Digest, r *auth.Rate, n int) int {
 	passed := 0
 	for range n {
 		if ok, _ := l.Allow(d, r); ok {
@@ -305,7 +329,7 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 	}
 	// Wall clock, pass path. At 1 per second the bucket never goes idle, so the
 	// automatic sweep never evicts (and recreates) it.
-	lw := ratelimit.New(nil, auth.Rate{PerSecond: 1, Burst: 1 << 30})
+	lw := newWall(auth.Rate{PerSecond: 1, Burst: 1 << 30})
 	lw.Allow(d, nil)
 	allocs = testing.AllocsPerRun(100000, func() {
 		if ok, _ := lw.Allow(d, nil); !ok {
@@ -323,7 +347,7 @@ var benchRate = auth.Rate{PerSecond: 1, Burst: 1 << 30}
 
 // BenchmarkAllow measures one token's bucket on the wall clock.
 func BenchmarkAllow(b *testing.B) {
-	l := ratelimit.New(nil, benchRate)
+	l := newWall(benchRate)
 	d := auth.DigestOf("bench")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -333,7 +357,7 @@ func BenchmarkAllow(b *testing.B) {
 
 // BenchmarkAllowParallel spreads 4096 tokens over the shards from every P.
 func BenchmarkAllowParallel(b *testing.B) {
-	l := ratelimit.New(nil, benchRate)
+	l := newWall(benchRate)
 	ds := make([]auth.Digest, 4096)
 	for i := range ds {
 		ds[i] = auth.DigestOf(string(rune(i)))

@@ -1,6 +1,12 @@
-// Package ratelimit holds the gateway's per-token token buckets (rate
-// 1 request per second, burst 30 by default, keyed by the SHA-256 of the bearer
-// token, never by IP address).
+// Package ratelimit owns the gateway's per-token rate limit: the Limiter
+// interface the middleware asks before every authenticated request (a bucket
+// per bearer token, keyed by the token's SHA-256, never by IP address; rate 1
+// request per second, burst 30 unless the token has its own), and Local, the
+// in-process token buckets used with the embedded store.
+//
+// A store shared by several gateway processes (store/pgstore) keeps the buckets
+// in its database instead, so that a token's burst holds across the fleet: it
+// implements Provider, and gateway.New uses its Limiter.
 //
 // # Algorithm
 //
@@ -25,6 +31,7 @@
 package ratelimit
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -44,12 +51,36 @@ const (
 	maxSpan = int64(1) << 60
 )
 
-// Limiter is a set of token buckets, one per token digest. It is safe for
-// concurrent use. Create it with New; the zero value is not usable.
-type Limiter struct {
+// Limiter decides whether one more request of a token passes its rate limit.
+//
+// Allow takes one request from the bucket of the token whose SHA-256 is d,
+// limited to r (a Rate whose PerSecond is not > 0 means no limit; a Burst
+// below 1 counts as 1). When the bucket is empty it returns ok false and
+// retryAfter, the time until one request is allowed again in whole seconds,
+// rounded up, at least one second (the Retry-After header's value); retryAfter
+// is 0 when ok. err is set when the limiter could not decide (its database
+// cannot be reached): ok is then false and the caller applies its failure
+// policy. Implementations are safe for concurrent use.
+type Limiter interface {
+	Allow(ctx context.Context, d auth.Digest, r auth.Rate) (ok bool, retryAfter time.Duration, err error)
+}
+
+// Provider is implemented by a store that keeps rate limits where every
+// process using it sees them (store/pgstore). gateway.New takes such a
+// store's Limiter unless an embedder sets one of its own.
+type Provider interface {
+	RateLimiter() Limiter
+}
+
+var _ Limiter = (*Local)(nil)
+
+// Local is a set of token buckets in this process's memory, one per token
+// digest: the limit of one gateway process, reset when it restarts. It is
+// safe for concurrent use. Create it with NewLocal; the zero value is not
+// usable.
+type Local struct {
 	clock  clock.Clock
 	epoch  time.Time // times are kept as nanoseconds since epoch
-	def    auth.Rate
 	shards [shardCount]shard
 }
 
@@ -74,14 +105,13 @@ type bucket struct {
 	tat      int64     // theoretical arrival time, ns since epoch
 }
 
-// New returns a Limiter that reads time from c (nil means the wall clock) and
-// applies def to tokens without a rate of their own. A rate (def or the one given
-// to Allow) whose PerSecond is not > 0 means no limit; a Burst below 1 counts as 1.
-func New(c clock.Clock, def auth.Rate) *Limiter {
+// NewLocal returns in-process buckets that read time from c (nil means the
+// wall clock).
+func NewLocal(c clock.Clock) *Local {
 	if c == nil {
 		c = clock.Wall{}
 	}
-	l := &Limiter{clock: c, epoch: c.Now(), def: def}
+	l := &Local{clock: c, epoch: c.Now()}
 	for i := range l.shards {
 		l.shards[i].buckets = make(map[auth.Digest]*bucket)
 		l.shards[i].sweepAt = minSweepCalls
@@ -89,12 +119,7 @@ func New(c clock.Clock, def auth.Rate) *Limiter {
 	return l
 }
 
-// Allow takes one token from the bucket of the token whose SHA-256 is d and
-// reports whether the request may pass. rate is the token's own rate
-// (auth.Principal.Rate); nil means the Limiter's default. When the bucket is
-// empty, Allow returns false and retryAfter, the time until one token is back in
-// whole seconds, rounded up, at least 1 s (the Retry-After header's value);
-// retryAfter is 0 when ok.
+// Allow is Limiter.Allow; its error is always nil.
 //
 // When a token's rate changes (a catalog reload), its bucket keeps the share of
 // its capacity that is used and adopts the new rate: the used tokens are carried
@@ -103,13 +128,9 @@ func New(c clock.Clock, def auth.Rate) *Limiter {
 // Allow does not allocate once the token has a bucket (a bucket that went idle
 // and was evicted costs one allocation to recreate), and locks only the token's
 // shard.
-func (l *Limiter) Allow(d auth.Digest, rate *auth.Rate) (ok bool, retryAfter time.Duration) {
-	r := l.def
-	if rate != nil {
-		r = *rate
-	}
+func (l *Local) Allow(_ context.Context, d auth.Digest, r auth.Rate) (ok bool, retryAfter time.Duration, err error) {
 	if !(r.PerSecond > 0) {
-		return true, 0
+		return true, 0, nil
 	}
 	now := int64(l.clock.Now().Sub(l.epoch))
 
@@ -134,14 +155,14 @@ func (l *Limiter) Allow(d auth.Digest, rate *auth.Rate) (ok bool, retryAfter tim
 		sh.sweep(now)
 	}
 	sh.mu.Unlock()
-	return ok, retryAfter
+	return ok, retryAfter, nil
 }
 
 // Sweep evicts every idle bucket (one that has refilled to its burst, so that
 // forgetting it changes nothing) and returns how many it evicted. Allow also
 // sweeps each shard by itself (see the package documentation); Sweep is for
 // owners that want memory back when traffic stops. It locks one shard at a time.
-func (l *Limiter) Sweep() int {
+func (l *Local) Sweep() int {
 	now := int64(l.clock.Now().Sub(l.epoch))
 	n := 0
 	for i := range l.shards {
@@ -154,7 +175,7 @@ func (l *Limiter) Sweep() int {
 }
 
 // Len returns the number of buckets held, idle ones not yet evicted included.
-func (l *Limiter) Len() int {
+func (l *Local) Len() int {
 	n := 0
 	for i := range l.shards {
 		sh := &l.shards[i]

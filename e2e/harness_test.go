@@ -402,6 +402,15 @@ func (g *gw) stopSignal(sig os.Signal) {
 	}
 }
 
+// Kill ends gatewayd with SIGKILL, as a crash or an OOM kill would, and
+// waits for it to exit.
+func (g *gw) Kill() {
+	g.t.Helper()
+	g.stopped = true
+	g.cmd.Process.Kill()
+	<-g.exited
+}
+
 // Signal sends sig to gatewayd.
 func (g *gw) Signal(sig os.Signal) {
 	if err := g.cmd.Process.Signal(sig); err != nil {

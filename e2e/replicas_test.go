@@ -1,0 +1,160 @@
+package e2e_test
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/internal/pgtest"
+	"github.com/chatgw/gateway/upstream/upstreamtest"
+)
+
+// replicas starts n gatewayd on one throw-away PostgreSQL database, each
+// with its own fakes, after mod changes replica i's setup (mod may be nil).
+// It skips when PostgreSQL is not installed (pgtest says how to get it).
+func replicas(t *testing.T, n int, mod func(i int, s *setup)) []*gw {
+	t.Helper()
+	url := pgtest.New(t).NewDatabase(t)
+	gs := make([]*gw, n)
+	for i := range gs {
+		gs[i] = start(t, func(s *setup) {
+			s.Env["GATEWAY_STORE_URL"] = url
+			if mod != nil {
+				mod(i, s)
+			}
+		})
+	}
+	return gs
+}
+
+// TestReplicasShareState runs two gatewayd on one PostgreSQL database (issue
+// 13; DECISIONS 9.2: "With PostgreSQL every limit ... is shared by all
+// replicas using that database"): a conversation goes on through either, a
+// token's burst holds across both, and concurrent turns through both lose
+// nothing.
+func TestReplicasShareState(t *testing.T) {
+	t.Parallel()
+	gs := replicas(t, 2, nil)
+	a, b := gs[0], gs[1]
+
+	t.Run("conversation continues on the other replica", func(t *testing.T) {
+		r := c1(t, a, tokMember, "alice", map[string]any{"message": "first", "stream": false, "model": "lm-4-scout-local"})
+		if !wantStatus(t, r, 200, "turn 1 on replica a") {
+			t.FailNow()
+		}
+		id := convID(t, r)
+		r = c1(t, b, tokMember, "alice", map[string]any{"message": "second", "stream": true, "conversation_id": id, "model": "lm-4-scout-local"})
+		wantStatus(t, r, 200, "turn 2 on replica b")
+		up := roles(nonSystem(messagesOf(lastBody(t, b.Local, "/chat/completions"))))
+		if len(up) != 3 || up[0] != "user:first" || up[2] != "user:second" {
+			t.Errorf("replica b sent history %v upstream, want turn 1 (written through a) then 'second'", up)
+		}
+		_, msgs := history(t, a, tokMember, "alice", id)
+		if got := len(nonSystem(msgs)); got != 4 {
+			t.Errorf("replica a reads %d messages of the conversation, want 4: %v", got, roles(msgs))
+		}
+		// Another user of the tenant cannot read it through either replica.
+		for _, g := range gs {
+			if r, _ := history(t, g, tokMember, "bob", id); r.Status != 404 {
+				t.Errorf("bob reads alice's conversation: %d, want 404", r.Status)
+			}
+		}
+	})
+
+	t.Run("a token's burst holds across replicas", func(t *testing.T) {
+		// tokSlow: 0.1 a second, burst 2: nothing refills within the loop.
+		passed := 0
+		for i := range 10 {
+			if r := gs[i%2].get(t, "/v1/models", tokSlow, ""); r.Status == 200 {
+				passed++
+			} else {
+				wantErr(t, r, 429, "rate_limit_error", "rate_limit_exceeded", noParam, "spec Limits Rate")
+			}
+		}
+		if passed != 2 {
+			t.Errorf("%d of 10 requests over two replicas passed, want the burst of 2 (DECISIONS 9.2)", passed)
+		}
+	})
+
+	t.Run("concurrent turns on both replicas lose nothing", func(t *testing.T) {
+		r := c1(t, a, tokMember, "carol", map[string]any{"message": "start", "stream": false, "model": "lm-4-scout-local"})
+		if !wantStatus(t, r, 200, "first turn") {
+			t.FailNow()
+		}
+		id := convID(t, r)
+		const turns = 16
+		var wg sync.WaitGroup
+		for i := range turns {
+			wg.Go(func() {
+				r := c1(t, gs[i%2], tokMember, "carol", map[string]any{
+					"message": fmt.Sprintf("turn %d", i), "stream": i%3 == 0, "conversation_id": id, "model": "lm-4-scout-local"})
+				wantStatus(t, r, 200, fmt.Sprintf("concurrent turn %d", i))
+			})
+		}
+		wg.Wait()
+		_, msgs := history(t, b, tokMember, "carol", id)
+		msgs = nonSystem(msgs)
+		if len(msgs) != 2+2*turns {
+			t.Fatalf("the conversation holds %d messages after %d acknowledged turns, want %d", len(msgs), 1+turns, 2+2*turns)
+		}
+		seen := map[string]bool{}
+		for i := 0; i < len(msgs); i += 2 {
+			if msgs[i]["role"] != "user" || msgs[i+1]["role"] != "assistant" {
+				t.Fatalf("messages %d-%d are %v, want a user message and its reply", i, i+1, roles(msgs[i:i+2]))
+			}
+			seen[textOf(msgs[i])] = true
+		}
+		for i := range turns {
+			if !seen[fmt.Sprintf("turn %d", i)] {
+				t.Errorf("turn %d was acknowledged but is not stored", i)
+			}
+		}
+	})
+}
+
+// TestReplicaKilledMidStream kills one of three replicas while it streams a
+// /c1 turn: the others keep serving, and the store holds no half turn.
+func TestReplicaKilledMidStream(t *testing.T) {
+	t.Parallel()
+	gs := replicas(t, 3, func(i int, s *setup) {
+		if i == 0 {
+			s.Local = upstreamtest.Config{Reply: upstreamtest.Reply{Chunks: 100, Interval: 50 * time.Millisecond}}
+		}
+	})
+	victim, b := gs[0], gs[1]
+	r := c1(t, b, tokMember, "dave", map[string]any{"message": "before", "stream": false, "model": "lm-4-scout-local"})
+	if !wantStatus(t, r, 200, "turn before the kill") {
+		t.FailNow()
+	}
+	id := convID(t, r)
+
+	req, _ := http.NewRequest("POST", victim.Base+"/c1/chat", strings.NewReader(
+		fmt.Sprintf(`{"message":"cut","stream":true,"conversation_id":%q,"model":"lm-4-scout-local"}`, id)))
+	req.Header.Set("Authorization", "Bearer "+tokMember)
+	req.Header.Set("GW-User-Id", "dave")
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if line, _ := bufio.NewReader(res.Body).ReadString('\n'); !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first line %q, want a chunk", line)
+	}
+	victim.Kill()
+
+	for _, g := range gs[1:] {
+		if r := g.get(t, "/v1/models", tokMember, ""); r.Status != 200 {
+			t.Errorf("a surviving replica answers %d after the kill, want 200", r.Status)
+		}
+	}
+	r = c1(t, gs[2], tokMember, "dave", map[string]any{"message": "after", "stream": false, "conversation_id": id, "model": "lm-4-scout-local"})
+	wantStatus(t, r, 200, "turn after the kill on another replica")
+	_, msgs := history(t, b, tokMember, "dave", id)
+	if got, want := roles(nonSystem(msgs)), 4; len(got) != want || !strings.HasPrefix(got[0], "user:before") || !strings.HasPrefix(got[2], "user:after") {
+		t.Errorf("stored %v, want the turns before and after the kill and nothing of the cut one", got)
+	}
+}

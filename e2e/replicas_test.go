@@ -158,3 +158,42 @@ func TestReplicaKilledMidStream(t *testing.T) {
 		t.Errorf("stored %v, want the turns before and after the kill and nothing of the cut one", got)
 	}
 }
+
+// TestDatabaseDown stops the PostgreSQL server under two gatewayd (DECISIONS
+// 9.2: "GATEWAY_RATE_LIMIT_FAIL_OPEN (default false) lets requests through
+// without the rate limit while the database is unreachable; everything else
+// fails closed (500 storage_error)"), then starts it again.
+func TestDatabaseDown(t *testing.T) {
+	t.Parallel()
+	c := pgtest.New(t)
+	url := c.NewDatabase(t)
+	gs := make([]*gw, 2)
+	for i, open := range []string{"false", "true"} {
+		gs[i] = start(t, func(s *setup) {
+			s.Env["GATEWAY_STORE_URL"] = url
+			s.Env["GATEWAY_RATE_LIMIT_FAIL_OPEN"] = open
+		})
+	}
+	closed, open := gs[0], gs[1]
+	c.Stop(t)
+	r := closed.get(t, "/v1/models", tokMember, "")
+	wantErr(t, r, 500, "api_error", "storage_error", noParam, "DECISIONS 9.2: the rate limit fails closed by default")
+	if r := open.get(t, "/v1/models", tokMember, ""); r.Status != 200 {
+		t.Errorf("fail-open replica answers %d with the database down, want 200 (DECISIONS 9.2)", r.Status)
+	}
+	r = c1(t, open, tokMember, "erin", map[string]any{"message": "hi", "stream": false, "model": "lm-4-scout-local"})
+	wantErr(t, r, 500, "api_error", "storage_error", noParam, "DECISIONS 9.2: everything but the rate limit fails closed")
+	if !strings.Contains(open.stderr.String(), "fail-open") {
+		t.Errorf("the fail-open replica did not log that it let a request through unlimited")
+	}
+
+	c.Start(t)
+	for _, g := range gs {
+		ok := waitFor(10*time.Second, func() bool {
+			return c1(t, g, tokMember, "erin", map[string]any{"message": "back", "stream": false, "model": "lm-4-scout-local"}).Status == 200
+		})
+		if !ok {
+			t.Errorf("%s: /c1 does not work again after the database is back", g.Base)
+		}
+	}
+}

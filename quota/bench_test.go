@@ -1,23 +1,28 @@
 package quota_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/internal/pgtest"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/boltstore"
 	"github.com/chatgw/gateway/store/memstore"
+	"github.com/chatgw/gateway/store/pgstore"
 )
 
 // BenchmarkAdmitSettle measures one admission and its Settle (two
-// transactions) on memstore and on a bbolt file, by one goroutine and by
+// transactions) on memstore, on a bbolt file and on PostgreSQL (skipped
+// without it, see internal/pgtest), by one goroutine and by
 // 8 x GOMAXPROCS goroutines (requests in flight at once) of one tenant (one
 // counter: the worst contention).
 func BenchmarkAdmitSettle(b *testing.B) {
+	var cluster *pgtest.Cluster // started by the first pgstore benchmark
 	stores := []struct {
 		name string
 		open func(b *testing.B) store.Store
@@ -29,6 +34,17 @@ func BenchmarkAdmitSettle(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { db.Close() })
+			return db
+		}},
+		{"pgstore", func(sub *testing.B) store.Store {
+			if cluster == nil {
+				cluster = pgtest.New(b)
+			}
+			db, err := pgstore.Open(context.Background(), cluster.NewDatabase(sub))
+			if err != nil {
+				sub.Fatal(err)
+			}
+			sub.Cleanup(func() { db.Close() })
 			return db
 		}},
 	}

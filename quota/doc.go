@@ -85,7 +85,12 @@
 // Admit is one transaction that reads the counter (and, on a cloudB refusal,
 // the fallbacks' counters), drops the expired holds, checks and writes the
 // counter with the new hold. The store's transactions are serializable, so
-// concurrent admissions, on one replica or several, never overspend together.
+// concurrent admissions, on one replica or several, never overspend together:
+// they take turns on the counter's key (PostgreSQL aborts and retries the
+// ones that collide). A counter holds one hold per request in flight (about
+// 70 bytes each) and is rewritten whole by each admission and ending. Admit,
+// Settle and Cancel write with Batch, so that on bbolt concurrent requests
+// share one fsync.
 // Settle and Cancel are one transaction each that removes the ticket's hold,
 // if still there, and charges the tokens; a hold already gone charges nothing,
 // so ending is idempotent in the store too, and a failed write is tried once

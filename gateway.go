@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chatgw/gateway/agents"
 	"github.com/chatgw/gateway/chat"
@@ -175,8 +176,13 @@ func (g *Gateway) wireFamilies() error {
 	// One Accountant for /v1, /c1 and /a1 agent chat: a tenant's daily budget
 	// for an alias is shared by all three. available_fallbacks are chosen from
 	// the catalog with backend statuses, so that an unconfigured backend is not
-	// offered.
-	quotas := quota.New(c.clock, g.catalog)
+	// offered. The counters live in the store, shared by every gateway on it.
+	// A reservation lasts longer than any upstream call (the total time-out
+	// bounds one) so that only one whose gateway died ever expires.
+	quotas := quota.New(quota.Config{
+		Store: c.store, Clock: c.clock, Catalog: g.catalog, Logger: c.logger,
+		ReservationTTL: max(quota.DefaultReservationTTL, c.backends.TotalTimeout+5*time.Minute),
+	})
 	g.openai = openai.New(openai.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
 		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,

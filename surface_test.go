@@ -12,6 +12,7 @@ import (
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/openai"
+	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/rag"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/tenantconfig"
@@ -27,7 +28,7 @@ func TestPublicConfigsExposeNoInternalType(t *testing.T) {
 	}
 	for _, cfg := range []any{
 		agents.Config{}, chat.Config{}, conversation.Config{}, images.Config{}, memory.Config{},
-		openai.Config{}, rag.Config{}, runs.Config{}, tenantconfig.Config{},
+		openai.Config{}, quota.Config{}, rag.Config{}, runs.Config{}, tenantconfig.Config{},
 	} {
 		typ := reflect.TypeOf(cfg)
 		for i := range typ.NumField() {

@@ -127,7 +127,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *fi
 		Commit:    commit,
 	}
 	res := relay.Response(w, r, fin.resp, opts)
-	fin.ticket.Settle(capture.UsedTokens())
+	fin.ticket.Settle(r.Context(), capture.UsedTokens())
 	if !res.Complete {
 		level := slog.LevelInfo
 		if res.Committed {

@@ -62,10 +62,11 @@ type final struct {
 }
 
 // close closes the answer unread and settles its ticket, if still open, to
-// the whole reservation: the usage was not read.
+// the whole reservation: the usage was not read. Settle needs no request
+// context: it writes even after the client went away.
 func (f *final) close() {
 	f.resp.Body.Close()
-	f.ticket.Settle(-1)
+	f.ticket.Settle(context.Background(), -1)
 }
 
 // roundBody is the upstream request of one round.
@@ -293,7 +294,7 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 	if err != nil {
 		return nil, errcat.Internal(err)
 	}
-	ticket, err := s.admit(rn)
+	ticket, err := s.admit(ctx, rn)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +306,7 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 		RequestID: rn.requestID,
 	})
 	if err != nil {
-		ticket.Cancel()
+		ticket.Cancel(ctx)
 		return nil, err
 	}
 	if resp.Fallback {
@@ -319,12 +320,12 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 		if err == nil && ans.final != nil {
 			ans.final.ticket = ticket // the usage comes with the rest of the stream
 		} else {
-			ticket.Settle(used)
+			ticket.Settle(ctx, used)
 		}
 		return ans, err
 	}
 	ans, used, err := readJSON(resp, withTools, s.maxResponseBytes())
-	ticket.Settle(used)
+	ticket.Settle(ctx, used)
 	return ans, err
 }
 

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/chatgw/gateway/internal/preflight"
@@ -14,8 +15,8 @@ import (
 // call. A nil Accountant, or no budget for the alias, gives a nil ticket,
 // whose methods do nothing. A refusal is model_quota_exhausted or
 // cloudB_daily_quota_exhausted, exactly as on /c1.
-func (s *Service) admit(rn *run) (*quota.Ticket, error) {
-	return s.quota.Admit(rn.principal.Tenant, rn.model, quota.Reserve(rn.model, rn.prompt, -1))
+func (s *Service) admit(ctx context.Context, rn *run) (*quota.Ticket, error) {
+	return s.quota.Admit(ctx, rn.principal.Tenant, rn.model, quota.Reserve(rn.model, rn.prompt, -1))
 }
 
 // messageTokens is the prompt estimate of a message the tool loop appends to

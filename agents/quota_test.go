@@ -35,7 +35,7 @@ const reserveHello = quota.DefaultReserveCap + promptHello
 // catalog, stored in *acct, and registers the tenants.
 func withQuota(acct **quota.Accountant, tenants ...*auth.Tenant) envOption {
 	return func(e *env, c *agents.Config) {
-		*acct = quota.New(e.clock, c.Catalog)
+		*acct = quota.New(quota.Config{Store: e.st, Clock: e.clock, Catalog: c.Catalog})
 		c.Quota = *acct
 		for _, t := range tenants {
 			e.tenants[t.ID] = t
@@ -166,7 +166,7 @@ func TestQuotaSettle(t *testing.T) {
 			if rec.Code != tt.status {
 				t.Fatalf("status = %d %s; want %d", rec.Code, rec.Body, tt.status)
 			}
-			if diff := cmp.Diff(tt.want, acct.Usage("t1", tt.alias)); diff != "" {
+			if diff := cmp.Diff(tt.want, testkit.QuotaUsage(t, acct, "t1", tt.alias)); diff != "" {
 				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 			}
 			// Streamed rounds ask for their usage; JSON rounds carry it anyway.
@@ -195,7 +195,7 @@ func TestQuotaRequestsPerDay(t *testing.T) {
 			if rec := e.do(t, "POST", "/a1/agents/helper/chat", "", body); rec.Code != 200 {
 				t.Fatalf("first chat = %d %s", rec.Code, rec.Body)
 			}
-			if got := acct.Usage("t1", "lm-4-scout").Requests; got != 2 {
+			if got := testkit.QuotaUsage(t, acct, "t1", "lm-4-scout").Requests; got != 2 {
 				t.Errorf("after one chat with a tool round: %d requests; want 2", got)
 			}
 			// The second chat's tool round is the third request; its next round
@@ -231,7 +231,7 @@ func TestQuotaTokensPerDayAcrossRounds(t *testing.T) {
 	e := newEnv(t, []reply{withUsage(toolCalls(call{"c1", "lookup", `{"q":"x"}`}), 3000)},
 		withQuota(&acct, &auth.Tenant{ID: "t1", Quotas: map[string]auth.Quota{"lm-4-scout": {TokensPerDay: 5000}}}))
 	wantRefusal(t, e, e.do(t, "POST", "/a1/agents/helper/chat", "", hello), quotaEnvelope)
-	if diff := cmp.Diff(quota.Usage{Requests: 1, Tokens: 3000}, acct.Usage("t1", "lm-4-scout")); diff != "" {
+	if diff := cmp.Diff(quota.Usage{Requests: 1, Tokens: 3000}, testkit.QuotaUsage(t, acct, "t1", "lm-4-scout")); diff != "" {
 		t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 	}
 	if n := len(e.up.Calls()); n != 1 {
@@ -284,7 +284,7 @@ func TestQuotaSessions(t *testing.T) {
 			} else if rec.Code != tt.status {
 				t.Fatalf("compact = %d %s", rec.Code, rec.Body)
 			}
-			if diff := cmp.Diff(tt.want, acct.Usage("t1", "lm-small")); diff != "" {
+			if diff := cmp.Diff(tt.want, testkit.QuotaUsage(t, acct, "t1", "lm-small")); diff != "" {
 				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 			}
 			if got := e.get(t, "plain", "u1", s.ID); got.Status != tt.wantState || len(got.Messages) != 6 {
@@ -324,7 +324,7 @@ func TestQuotaAgentCallRefused(t *testing.T) {
 	if n := len(e.up.Calls()); n != 2 {
 		t.Errorf("%d upstream calls; want 2 (the nested chat is not made)", n)
 	}
-	if diff := cmp.Diff(quota.Usage{}, acct.Usage("t1", "lm-small")); diff != "" {
+	if diff := cmp.Diff(quota.Usage{}, testkit.QuotaUsage(t, acct, "t1", "lm-small")); diff != "" {
 		t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -140,7 +140,7 @@ func withInject(f func(tenant, user string) (string, error)) envOption {
 // and serves the given tenants (by id) with their quotas.
 func withQuota(tenants ...*auth.Tenant) envOption {
 	return func(e *env, c *chat.Config) {
-		e.quota = quota.New(e.clock, c.Catalog)
+		e.quota = quota.New(quota.Config{Store: e.st, Clock: e.clock, Catalog: c.Catalog})
 		c.Quota = e.quota
 		e.tenants = map[string]*auth.Tenant{}
 		for _, t := range tenants {

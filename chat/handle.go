@@ -59,7 +59,7 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The output cap after flooring plus the prompt estimate.
-	ticket, err := s.quota.Admit(t.principal.Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
+	ticket, err := s.quota.Admit(r.Context(), t.principal.Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -76,9 +76,9 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 	answered := false // upstream.Do succeeded: the upstream spent tokens
 	defer func() {
 		if answered {
-			ticket.Settle(capture.UsedTokens())
+			ticket.Settle(r.Context(), capture.UsedTokens())
 		} else {
-			ticket.Cancel()
+			ticket.Cancel(r.Context())
 		}
 	}()
 	resp, err := s.upstream.Do(r.Context(), &upstream.Request{

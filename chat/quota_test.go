@@ -131,7 +131,7 @@ func TestQuotaTokensSettle(t *testing.T) {
 			if rec.Code != tc.status {
 				t.Fatalf("status = %d %s; want %d", rec.Code, rec.Body, tc.status)
 			}
-			if diff := cmp.Diff(tc.want, e.quota.Usage("t1", alias)); diff != "" {
+			if diff := cmp.Diff(tc.want, testkit.QuotaUsage(t, e.quota, "t1", alias)); diff != "" {
 				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 			}
 			if tc.status == 429 {

@@ -88,14 +88,17 @@
 //
 // # Memory tools
 //
-// See Service.Tools. Confirm tokens of public memory_remember live in memory
-// (bounded by Config.MaxPendingConfirms): a restart only costs a new
-// confirmation.
+// See Service.Tools. Confirm tokens of public memory_remember live in the
+// store, so a token issued by one gateway is redeemed on any other sharing its
+// store, after a restart too. A redemption and the write it confirms are one
+// transaction: the token is consumed exactly once, and only by a write that
+// happened. Expired tokens are deleted when their tenant asks for the next
+// confirmation; a tenant holds at most Config.MaxPendingConfirms.
 //
 // # Storage
 //
-// Buckets mem/entries, mem/usage, mem/prompts and mem/prompt-heads (see
-// service.go); every write is one Update transaction, so a store failure (500
-// storage_error) leaves nothing half-written, and a new Service over the same
-// store sees everything.
+// Buckets mem/entries, mem/usage, mem/prompts, mem/prompt-heads and
+// mem/confirms (see service.go); every write is one Update transaction, so a
+// store failure (500 storage_error) leaves nothing half-written, and a new
+// Service over the same store sees everything.
 package memory

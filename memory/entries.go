@@ -99,36 +99,32 @@ func fits(tx store.Tx, b bucketKey, key, value string) (usageRecord, *entryRecor
 func (s *Service) putEntry(ctx context.Context, b bucketKey, key, value string) (Entry, error) {
 	now := s.clk.Now().UTC()
 	res, err := store.UpdateValue(ctx, s.st, func(tx store.Tx) (Entry, error) {
-		u, old, err := fits(tx, b, key, value)
-		if err != nil {
-			return Entry{}, err
-		}
-		rec := entryRecord{Value: value, CreatedAt: now, UpdatedAt: now}
-		u.UsedBytes += entrySize(key, value)
-		if old != nil {
-			u.UsedBytes -= entrySize(key, old.Value)
-			rec.CreatedAt = old.CreatedAt
-		} else {
-			u.Entries++
-		}
-		if err := store.PutJSON(tx, bucketEntries, b.entryKey(key), rec); err != nil {
-			return Entry{}, err
-		}
-		if err := store.PutJSON(tx, bucketUsage, b.prefix(), u); err != nil {
-			return Entry{}, err
-		}
-		return rec.entry(b, key), nil
+		return writeEntry(tx, b, key, value, now)
 	})
 	return res, errcat.FromStore(err)
 }
 
-// checkFits reports memory_bucket_full, in a read transaction, when key=value
-// would not fit bucket b now.
-func (s *Service) checkFits(ctx context.Context, b bucketKey, key, value string) error {
-	return errcat.FromStore(s.st.View(ctx, func(tx store.Tx) error {
-		_, _, err := fits(tx, b, key, value)
-		return err
-	}))
+// writeEntry is putEntry's write in tx, at now.
+func writeEntry(tx store.Tx, b bucketKey, key, value string, now time.Time) (Entry, error) {
+	u, old, err := fits(tx, b, key, value)
+	if err != nil {
+		return Entry{}, err
+	}
+	rec := entryRecord{Value: value, CreatedAt: now, UpdatedAt: now}
+	u.UsedBytes += entrySize(key, value)
+	if old != nil {
+		u.UsedBytes -= entrySize(key, old.Value)
+		rec.CreatedAt = old.CreatedAt
+	} else {
+		u.Entries++
+	}
+	if err := store.PutJSON(tx, bucketEntries, b.entryKey(key), rec); err != nil {
+		return Entry{}, err
+	}
+	if err := store.PutJSON(tx, bucketUsage, b.prefix(), u); err != nil {
+		return Entry{}, err
+	}
+	return rec.entry(b, key), nil
 }
 
 // deleteEntry removes key from bucket b and reports whether it existed.

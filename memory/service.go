@@ -40,9 +40,10 @@ type Config struct {
 	Store store.Store
 	// Clock times entries, versions and confirm tokens. Nil means clock.Wall.
 	Clock clock.Clock
-	// MaxPendingConfirms bounds the confirm tokens held in memory at once; when
-	// full, expired tokens are dropped, then the one closest to expiry. Zero
-	// means 4096.
+	// MaxPendingConfirms bounds the confirm tokens pending at once for one
+	// tenant (in the store, bucket mem/confirms); when a new token would pass
+	// it, the tenant's expired tokens are dropped, then the ones closest to
+	// expiry. Zero (or negative) means 4096.
 	MaxPendingConfirms int
 }
 
@@ -50,9 +51,9 @@ type Config struct {
 // context of chats and provides the memory tools. Create it with New; it is safe
 // for concurrent use.
 type Service struct {
-	st       store.Store
-	clk      clock.Clock
-	confirms *confirmStore
+	st          store.Store
+	clk         clock.Clock
+	maxConfirms int // Config.MaxPendingConfirms
 }
 
 // New returns a Service over cfg. It panics when cfg.Store is nil (a wiring
@@ -67,7 +68,7 @@ func New(cfg Config) *Service {
 	if cfg.MaxPendingConfirms <= 0 {
 		cfg.MaxPendingConfirms = 4096
 	}
-	return &Service{st: cfg.Store, clk: cfg.Clock, confirms: newConfirmStore(cfg.MaxPendingConfirms)}
+	return &Service{st: cfg.Store, clk: cfg.Clock, maxConfirms: cfg.MaxPendingConfirms}
 }
 
 // Buckets of the memory layout; the package owns every bucket named mem/*.
@@ -84,6 +85,9 @@ var (
 	bucketPrompts = []byte("mem/prompts")
 	// bucketPromptHeads: str(tenant) str(level) str(subject) -> headRecord.
 	bucketPromptHeads = []byte("mem/prompt-heads")
+	// bucketConfirms: str(tenant) sha256(token) -> confirmRecord (JSON), the
+	// pending confirm tokens of memory_remember (confirm.go).
+	bucketConfirms = []byte("mem/confirms")
 )
 
 // bucketKey identifies a memory bucket (scope_id, visibility, owner) of a tenant.

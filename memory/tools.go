@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"time"
 
-	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/tools"
 )
@@ -149,31 +147,25 @@ func (s *Service) remember(ctx context.Context, call tools.Call) (any, error) {
 	return s.rememberConfirmed(ctx, b, key, value, digest, *a.ConfirmToken)
 }
 
-// askConfirm issues the confirm token of a public write, after checking that
-// the write fits now: a token for a write bound to fail would only waste the
-// user's confirmation.
+// askConfirm issues the confirm token of a public write (issueConfirm, which
+// checks that the write fits now).
 func (s *Service) askConfirm(ctx context.Context, b bucketKey, key, value string, digest [sha256.Size]byte) (any, error) {
-	if err := s.checkFits(ctx, b, key, value); err != nil {
+	tok, err := s.issueConfirm(ctx, b, key, value, digest)
+	if err != nil {
 		return nil, err
 	}
-	tok := s.confirms.issue(s.clk.Now(), ConfirmTTLSeconds*time.Second, digest)
 	return ConfirmRequired{ConfirmRequired: true, ConfirmToken: tok, ExpiresIn: ConfirmTTLSeconds,
 		Message: "Public memory is shared with every user of the scope. Ask the user to confirm, then repeat the call with the same arguments and this confirm_token within 60 seconds."}, nil
 }
 
-// rememberConfirmed redeems tok for the public write digest names and writes it;
-// a failed write puts the token back so that the confirmed call can be retried.
+// rememberConfirmed redeems tok for the public write digest names and writes
+// it (writeConfirmed); a failed write keeps the token so that the confirmed
+// call can be retried.
 func (s *Service) rememberConfirmed(ctx context.Context, b bucketKey, key, value string, digest [sha256.Size]byte, tok string) (any, error) {
-	p, ok := s.confirms.redeem(s.clk.Now(), tok, digest)
-	if !ok {
-		return nil, errcat.New(errcat.MemoryConfirmRequired, "confirm_token",
-			"The confirm_token is unknown, expired, already used or issued for other arguments; call again without it to get a new one.")
+	if err := s.writeConfirmed(ctx, b, key, value, digest, tok); err != nil {
+		return nil, err
 	}
-	out, err := s.rememberNow(ctx, b, key, value)
-	if err != nil {
-		s.confirms.restore(tok, p)
-	}
-	return out, err
+	return RememberResult{Stored: true, Key: key, Visibility: b.visibility, ScopeID: b.scope}, nil
 }
 
 // rememberNow writes key=value into b and answers as memory_remember does.

@@ -41,7 +41,7 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// The output cap after flooring plus the prompt estimate.
-	ticket, err := s.quota.Admit(p.Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
+	ticket, err := s.quota.Admit(ctx, p.Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -55,9 +55,9 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 	answered := false // upstream.Do succeeded: the upstream spent tokens
 	defer func() {
 		if answered {
-			ticket.Settle(capture.UsedTokens())
+			ticket.Settle(ctx, capture.UsedTokens())
 		} else {
-			ticket.Cancel()
+			ticket.Cancel(ctx)
 		}
 	}()
 

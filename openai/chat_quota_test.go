@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,10 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/quota"
+	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 )
@@ -22,6 +25,7 @@ type quotaEnv struct {
 	up    *fakeUpstream
 	clock *clock.Fake
 	quota *quota.Accountant
+	st    *memstore.Store // the quota's store
 }
 
 func newQuotaEnv() *quotaEnv {
@@ -31,7 +35,8 @@ func newQuotaEnv() *quotaEnv {
 	cloudB.Backends = []upstream.BackendInfo{{Provider: upstream.ProviderCloudB, RouterAlias: "scout-cloudb", Status: upstream.StatusAvailable}}
 	cat.Models = append(cat.Models, cloudB)
 	e := &quotaEnv{up: &fakeUpstream{}, clock: clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))}
-	e.quota = quota.New(e.clock, cat)
+	e.st = memstore.New()
+	e.quota = quota.New(quota.Config{Store: e.st, Clock: e.clock, Catalog: cat})
 	e.s = newService(e.up, func(c *openai.Config) { c.Catalog, c.Clock, c.Quota = cat, e.clock, e.quota })
 	return e
 }
@@ -128,13 +133,29 @@ func TestChatCompletionsQuotaTokensSettle(t *testing.T) {
 			if w.Code != tc.status {
 				t.Fatalf("status = %d %s; want %d", w.Code, w.Body, tc.status)
 			}
-			if diff := cmp.Diff(tc.want, e.quota.Usage("acme", alias)); diff != "" {
+			if diff := cmp.Diff(tc.want, testkit.QuotaUsage(t, e.quota, "acme", alias)); diff != "" {
 				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 			}
 			if tc.status == 429 && len(up.Calls()) != 0 {
 				t.Errorf("upstream called on a refused request")
 			}
 		})
+	}
+}
+
+// TestChatCompletionsQuotaStoreDown: a budget that cannot be read admits
+// nothing ("everything else fails closed (500 storage_error)",
+// docs/contract.md#92-several-replicas) and the upstream is not called.
+func TestChatCompletionsQuotaStoreDown(t *testing.T) {
+	e := newQuotaEnv()
+	e.st.FailWith(func(string) error { return errors.New("database unreachable") })
+	acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm-4-scout-local": {RequestsPerDay: 2}}}
+	w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil))
+	if w.Code != 500 || errcat.Code(asJSON(t, w.Body.String()).(map[string]any)["gw_code"].(string)) != errcat.StorageError {
+		t.Errorf("= %d %s; want 500 storage_error", w.Code, w.Body)
+	}
+	if n := len(e.up.Calls()); n != 0 {
+		t.Errorf("%d upstream calls; want 0", n)
 	}
 }
 
@@ -146,7 +167,7 @@ func TestChatCompletionsQuotaFloored(t *testing.T) {
 	if w.Code != 200 || w.Header().Get("Gw-Applied") != "max_tokens_floored=200" {
 		t.Fatalf("= %d %v %s", w.Code, w.Header(), w.Body)
 	}
-	if got := e.quota.Usage("acme", "lm-reason").Tokens; got != 200+promptHi {
+	if got := testkit.QuotaUsage(t, e.quota, "acme", "lm-reason").Tokens; got != 200+promptHi {
 		t.Errorf("charged %d tokens; want the floored max_tokens 200 + %d", got, promptHi)
 	}
 }

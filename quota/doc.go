@@ -14,8 +14,8 @@
 //
 // that is auth.Tenant.Quotas, keyed by public model alias. A zero field is
 // unlimited; an alias without an entry (or with both fields zero) has no budget
-// and costs nothing to check: Admit returns a nil *Ticket without locking or
-// allocating. Budgets are read from the tenant on every Admit, so a token file
+// and costs nothing to check: Admit returns a nil *Ticket without touching the
+// store or allocating. Budgets are read from the tenant on every Admit, so a token file
 // reloaded on SIGHUP applies new limits to the counts already made that day.
 //
 // # Counting
@@ -41,8 +41,16 @@
 //
 // Settle and Cancel are idempotent: the first call wins and later calls do
 // nothing. A ticket admitted yesterday settles against yesterday's counter, never
-// today's. A ticket that is neither settled nor cancelled keeps its reservation
-// until the day ends.
+// today's (nothing, once that counter is deleted).
+//
+// A reservation expires ReservationTTL (default 15 minutes) after its
+// admission: a ticket that is neither settled nor cancelled, because the
+// replica holding it died, stops holding budget then, and the next admission
+// on its counter drops it. The request stays counted. The TTL must exceed the
+// longest a request can take from admission to its end, which the upstream's
+// total time-out bounds (the gateway sets it to that time-out plus 5 minutes,
+// and at least the default); a ticket ended after an admission dropped its
+// expired hold charges nothing and is logged.
 //
 // Real usage above the reservation (an upstream that ignored max_tokens, a low
 // prompt estimate) is charged in full, so the spent tokens can exceed the budget
@@ -66,15 +74,38 @@
 // The counts behind a refusal are in the error's Cause, which is logged and never
 // sent to the client.
 //
-// # Memory, restarts and concurrency
+// # Storage, replicas and restarts
 //
-// Counters live in memory only: they reset when the process restarts (a restart
-// grants a fresh budget for the rest of the day). The first Admit of a new UTC
-// day drops the counters of past days from every shard, so memory is bounded by
-// the (tenant, alias) pairs with a budget that were used on the current day, plus
-// counters still held by unsettled tickets.
+// Counters live in the store (bucket quota/counters, one JSON record per day,
+// tenant and alias: the day's requests and spent tokens, and one hold per
+// ticket not yet ended: its id, tokens and expiry), so every Accountant over
+// one store shares them: replicas on one database hold one budget, and a
+// restart keeps the day's counts.
 //
-// Counters are spread over 64 shards by tenant ID, each with its own mutex:
-// there is no global lock, and requests of different tenants rarely contend.
+// Admit is one transaction that reads the counter (and, on a cloudB refusal,
+// the fallbacks' counters), drops the expired holds, checks and writes the
+// counter with the new hold. The store's transactions are serializable, so
+// concurrent admissions, on one replica or several, never overspend together:
+// they take turns on the counter's key (PostgreSQL aborts and retries the
+// ones that collide). A counter holds one hold per request in flight (about
+// 70 bytes each) and is rewritten whole by each admission and ending. Admit,
+// Settle and Cancel write with Batch, so that on bbolt concurrent requests
+// share one fsync.
+// Settle and Cancel are one transaction each that removes the ticket's hold,
+// if still there, and charges the tokens; a hold already gone charges nothing,
+// so ending is idempotent in the store too, and a failed write is tried once
+// more before it is logged. Admit fails closed ("With PostgreSQL every limit
+// (per-token rate, quotas, image rate, confirm tokens) is shared by all
+// replicas using that database. [...] everything else fails closed (500
+// storage_error)", docs/contract.md#92-several-replicas): a store failure
+// admits nothing. Settle and Cancel are not cut short by a client that went
+// away (context.WithoutCancel).
+//
+// The first admission of a new UTC day on each Accountant (and the first after
+// a start) deletes the counters of past days, one key range at the start of
+// the bucket, so the store holds about one day of counters: the (tenant,
+// alias) pairs with a budget used that day. A clock that steps back keeps the
+// latest day the Accountant saw.
+//
 // An Accountant is safe for concurrent use, and so is a Ticket.
 package quota

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 )
 
@@ -15,49 +16,57 @@ import (
 const modelExhaustedMessage = "The tenant's daily budget for this model is used up; " +
 	"it resets at midnight UTC (see Retry-After)."
 
-// refusal builds the error of a request that does not fit; s.mu is held and c
-// (nil when nothing was counted yet) is the refused counter of day.
-func (a *Accountant) refusal(s *shardState, t *auth.Tenant, m *upstream.ModelInfo, q auth.Quota,
-	c *counter, reserve int64, now time.Time, day int64) *errcat.Error {
-	var used counter
-	if c != nil {
-		used = *c
-	}
+// refusal builds the error of a request that does not fit, in the
+// transaction that read rec, the refused counter of day (its expired holds
+// dropped). The store's failure to read a fallback's counter is returned
+// instead.
+func (a *Accountant) refusal(tx store.Tx, t *auth.Tenant, m *upstream.ModelInfo, q auth.Quota,
+	rec *record, reserve int64, now time.Time, day int64) error {
 	e := &errcat.Error{
 		Code:       errcat.ModelQuotaExhausted,
 		Message:    modelExhaustedMessage,
 		RetryAfter: errcat.RetryAfterSeconds(untilNextDay(now, day)),
 		// For the log line only: errcat never sends Cause to the client.
 		Cause: fmt.Errorf("quota: tenant %q alias %q: %d of %d requests; %d spent + %d reserved + %d asked of %d tokens",
-			t.ID, m.Alias, used.requests, q.RequestsPerDay, used.tokens, used.reserved, reserve, q.TokensPerDay),
+			t.ID, m.Alias, rec.Requests, q.RequestsPerDay, rec.Tokens, rec.reserved(), reserve, q.TokensPerDay),
 	}
 	if pinnedToCloudB(m) {
+		fallbacks, err := a.fallbacks(tx, t, m, reserve, now, day)
+		if err != nil {
+			return err
+		}
 		e.Code = errcat.CloudBDailyQuotaExhausted
 		e.Param = "model"
 		e.Message = fmt.Sprintf("The daily quota of model %s is used up; retry with one of available_fallbacks "+
 			"as model, or after the reset at 00:00 UTC (see Retry-After).", m.Alias)
-		e.Extra = map[string]any{"available_fallbacks": a.fallbacks(s, t, m, reserve)}
+		e.Extra = map[string]any{"available_fallbacks": fallbacks}
 	}
 	return e
 }
 
 // fallbacks lists the candidates the tenant allows whose own budget would admit
-// the same request now, those of m's family first; never nil. s.mu is held, and
-// s holds every counter of the tenant.
-func (a *Accountant) fallbacks(s *shardState, t *auth.Tenant, m *upstream.ModelInfo, reserve int64) []string {
+// the same request now, those of m's family first; never nil. It reads their
+// counters of day in tx, so that the answer is as consistent as the refusal.
+func (a *Accountant) fallbacks(tx store.Tx, t *auth.Tenant, m *upstream.ModelInfo, reserve int64, now time.Time, day int64) ([]string, error) {
 	out := []string{}
 	for _, sameFamily := range [...]bool{true, false} {
 		for _, cand := range a.candidates {
 			if (cand.family == m.Family) != sameFamily || cand.alias == m.Alias || !t.AllowsModel(cand.alias) {
 				continue
 			}
-			if q, ok := t.Quotas[cand.alias]; ok && !fits(s.counters[key{tenant: t.ID, alias: cand.alias}], q, reserve) {
-				continue
+			if q, ok := t.Quotas[cand.alias]; ok && (q.TokensPerDay > 0 || q.RequestsPerDay > 0) {
+				rec, _, err := readRecord(tx, counterKey(day, t.ID, cand.alias))
+				if err != nil {
+					return nil, err
+				}
+				if rec.dropExpired(now.UnixNano()); !rec.fits(q, reserve) {
+					continue
+				}
 			}
 			out = append(out, cand.alias)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // pinnedToCloudB reports whether every backend of m is on cloudB.

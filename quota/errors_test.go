@@ -14,6 +14,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/quota"
+	"github.com/chatgw/gateway/store/memstore"
 )
 
 const pinned = "lm-4-scout-cloudB"
@@ -31,7 +32,7 @@ func exhaust(t *testing.T, a *quota.Accountant, ten *auth.Tenant, alias string, 
 	t.Helper()
 	m := lookup(t, testCatalog(t), alias)
 	for range 1000 {
-		if _, err := a.Admit(ten, m, reserve); err != nil {
+		if _, err := a.Admit(t.Context(), ten, m, reserve); err != nil {
 			return err
 		}
 	}
@@ -68,9 +69,9 @@ func TestCloudBDailyQuotaExhausted(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cat := testCatalog(t)
-			a := quota.New(clock.NewFake(noon), cat)
+			a := newOver(t, memstore.New(), clock.NewFake(noon), cat)
 			if tc.noCatalog {
-				a = quota.New(clock.NewFake(noon), nil)
+				a = newOver(t, memstore.New(), clock.NewFake(noon), nil)
 			}
 			quotas := map[string]auth.Quota{pinned: {RequestsPerDay: 2}}
 			for k, v := range tc.quotas {
@@ -79,7 +80,7 @@ func TestCloudBDailyQuotaExhausted(t *testing.T) {
 			acme := &auth.Tenant{ID: "acme", Models: tc.models, Quotas: quotas}
 			for alias, n := range tc.use {
 				for range n {
-					if _, err := a.Admit(acme, lookup(t, cat, alias), 100); err != nil {
+					if _, err := a.Admit(t.Context(), acme, lookup(t, cat, alias), 100); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -130,7 +131,7 @@ func TestErrorBodies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := quota.New(clock.NewFake(tc.at), testCatalog(t))
+			a := newOver(t, memstore.New(), clock.NewFake(tc.at), testCatalog(t))
 			acme := &auth.Tenant{ID: "acme", Models: []string{tc.alias, "lm-4-scout-local"},
 				Quotas: map[string]auth.Quota{tc.alias: tc.quota}}
 			err := exhaust(t, a, acme, tc.alias, 100)
@@ -183,7 +184,7 @@ func TestRetryAfterUntilMidnightUTC(t *testing.T) {
 	for _, tc := range tests {
 		for _, alias := range []string{"lm-4-scout", pinned} {
 			t.Run(tc.at.Format(time.RFC3339Nano)+"/"+alias, func(t *testing.T) {
-				a := quota.New(clock.NewFake(tc.at), testCatalog(t))
+				a := newOver(t, memstore.New(), clock.NewFake(tc.at), testCatalog(t))
 				err := exhaust(t, a, tenant("acme", map[string]auth.Quota{alias: {RequestsPerDay: 1}}), alias, 0)
 				if got := errcat.As(err).RetryAfter; got != tc.want {
 					t.Errorf("RetryAfter = %d, want %d", got, tc.want)
@@ -197,46 +198,50 @@ func TestDayRollover(t *testing.T) {
 	a, fc, cat := newAccountant(t, time.Date(2025, 6, 1, 23, 59, 30, 0, time.UTC))
 	m := lookup(t, cat, "lm-4-scout")
 	acme := tenant("acme", map[string]auth.Quota{m.Alias: {TokensPerDay: 100, RequestsPerDay: 2}})
+	ctx := t.Context()
 
-	first, err := a.Admit(acme, m, 40)
+	first, err := a.Admit(ctx, acme, m, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := a.Admit(acme, m, 40)
+	second, err := a.Admit(ctx, acme, m, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = a.Admit(acme, m, 0)
+	_, err = a.Admit(ctx, acme, m, 0)
 	if e := errcat.As(err); e.Code != errcat.ModelQuotaExhausted || e.RetryAfter != 30 {
 		t.Fatalf("Admit at 23:59:30 = %v (Retry-After %d); want model_quota_exhausted, 30", err, e.RetryAfter)
 	}
 
 	fc.Advance(30 * time.Second) // 00:00:00 of the next day
-	if diff := cmp.Diff(quota.Usage{}, a.Usage("acme", m.Alias)); diff != "" {
+	if diff := cmp.Diff(quota.Usage{}, usage(t, a, "acme", m.Alias)); diff != "" {
 		t.Errorf("Usage after midnight mismatch (-want +got):\n%s", diff)
 	}
 	// Yesterday's tickets settle against yesterday's counter.
-	first.Settle(40)
-	second.Cancel()
-	if diff := cmp.Diff(quota.Usage{}, a.Usage("acme", m.Alias)); diff != "" {
+	first.Settle(ctx, 40)
+	second.Cancel(ctx)
+	if diff := cmp.Diff(quota.Usage{}, usage(t, a, "acme", m.Alias)); diff != "" {
 		t.Errorf("Usage after settling yesterday's tickets mismatch (-want +got):\n%s", diff)
 	}
 	// Today's budget is whole.
-	today, err := a.Admit(acme, m, 100)
+	today, err := a.Admit(ctx, acme, m, 100)
 	if err != nil {
 		t.Fatalf("Admit after midnight = %v; want a ticket", err)
 	}
-	today.Settle(60)
-	if _, err := a.Admit(acme, m, 40); err != nil {
+	today.Settle(ctx, 60)
+	if _, err := a.Admit(ctx, acme, m, 40); err != nil {
 		t.Fatalf("second Admit after midnight = %v; want a ticket", err)
 	}
-	if diff := cmp.Diff(quota.Usage{Requests: 2, Tokens: 60, Reserved: 40}, a.Usage("acme", m.Alias)); diff != "" {
+	if diff := cmp.Diff(quota.Usage{Requests: 2, Tokens: 60, Reserved: 40}, usage(t, a, "acme", m.Alias)); diff != "" {
 		t.Errorf("Usage of the new day mismatch (-want +got):\n%s", diff)
 	}
 
 	// A clock stepping back does not bring yesterday back.
 	fc.Advance(-time.Minute)
-	if diff := cmp.Diff(quota.Usage{Requests: 2, Tokens: 60, Reserved: 40}, a.Usage("acme", m.Alias)); diff != "" {
+	if diff := cmp.Diff(quota.Usage{Requests: 2, Tokens: 60, Reserved: 40}, usage(t, a, "acme", m.Alias)); diff != "" {
 		t.Errorf("Usage after the clock stepped back mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := a.Admit(ctx, acme, m, 0); errcat.CodeOf(err) != errcat.ModelQuotaExhausted {
+		t.Errorf("Admit after the clock stepped back = %v; want today's model_quota_exhausted", err)
 	}
 }

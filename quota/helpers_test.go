@@ -1,13 +1,17 @@
 package quota_test
 
 import (
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/quota"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 )
 
@@ -25,7 +29,7 @@ func model(alias, family, kind string, backends ...upstream.BackendInfo) upstrea
 // testCatalog is the built-in catalog's shape plus edge cases for
 // available_fallbacks: a second cloudB-only alias, unusable and deprecated
 // backends, a non-chat alias.
-func testCatalog(t *testing.T) *upstream.Catalog {
+func testCatalog(t testing.TB) *upstream.Catalog {
 	t.Helper()
 	const (
 		local, cloudA, cloudB = upstream.ProviderLocal, upstream.ProviderCloudA, upstream.ProviderCloudB
@@ -62,12 +66,25 @@ func lookup(t *testing.T, cat *upstream.Catalog, alias string) *upstream.ModelIn
 	return m
 }
 
-// newAccountant returns an Accountant over testCatalog with a fake clock at start.
+// newAccountant returns an Accountant over testCatalog and a new memstore,
+// with a fake clock at start.
 func newAccountant(t *testing.T, start time.Time) (*quota.Accountant, *clock.Fake, *upstream.Catalog) {
 	t.Helper()
 	cat := testCatalog(t)
 	fc := clock.NewFake(start)
-	return quota.New(fc, cat), fc, cat
+	return newOver(t, memstore.New(), fc, cat), fc, cat
+}
+
+// newOver returns an Accountant over st, c and cat, logging to the test.
+func newOver(t testing.TB, st store.Store, c clock.Clock, cat *upstream.Catalog) *quota.Accountant {
+	t.Helper()
+	return quota.New(quota.Config{Store: st, Clock: c, Catalog: cat, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+}
+
+// usage is testkit.QuotaUsage, short.
+func usage(t testing.TB, a *quota.Accountant, tenant, alias string) quota.Usage {
+	t.Helper()
+	return testkit.QuotaUsage(t, a, tenant, alias)
 }
 
 func tenant(id string, quotas map[string]auth.Quota) *auth.Tenant {

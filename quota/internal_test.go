@@ -7,68 +7,52 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 )
 
 var scout = &upstream.ModelInfo{Alias: "lm-4-scout", Kind: upstream.KindChat,
 	Backends: []upstream.BackendInfo{{Provider: upstream.ProviderLocal}}}
 
-// TestNoQuotaTakesNoLock holds every shard's lock: an Admit that locked any
-// of them would block.
-func TestNoQuotaTakesNoLock(t *testing.T) {
-	a := New(clock.NewFake(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)), nil)
-	for i := range a.shards {
-		a.shards[i].mu.Lock()
-		defer a.shards[i].mu.Unlock()
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tk, err := a.Admit(&auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"other": {RequestsPerDay: 1}}}, scout, 100)
-		tk.Settle(10)
-		tk.Cancel()
-		if tk != nil || err != nil {
-			t.Errorf("Admit = %v, %v; want nil, nil", tk, err)
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Admit without a quota blocked on a shard lock")
-	}
-}
-
-// TestRolloverDropsPastDays checks that the first Admit of a new day empties
-// every shard, not only its own.
+// TestRolloverDropsPastDays checks that the first Admit of a new day deletes
+// the counters of every tenant of past days, not only its own, and keeps the
+// new day's, also those another Accountant wrote.
 func TestRolloverDropsPastDays(t *testing.T) {
 	fc := clock.NewFake(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
-	a := New(fc, nil)
+	st := memstore.New()
+	a, other := New(Config{Store: st, Clock: fc}), New(Config{Store: st, Clock: fc})
 	q := map[string]auth.Quota{scout.Alias: {RequestsPerDay: 10}}
-	for i := range 1000 {
-		if _, err := a.Admit(&auth.Tenant{ID: fmt.Sprint("tenant-", i), Quotas: q}, scout, 0); err != nil {
+	admit := func(a *Accountant, tenant string) {
+		t.Helper()
+		if _, err := a.Admit(t.Context(), &auth.Tenant{ID: tenant, Quotas: q}, scout, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := a.counters(); got != 1000 {
+	for i := range 1000 {
+		admit(a, fmt.Sprint("tenant-", i))
+	}
+	if got := counters(t, st); got != 1000 {
 		t.Fatalf("%d counters on day one, want 1000", got)
 	}
 	fc.Advance(24 * time.Hour)
-	if _, err := a.Admit(&auth.Tenant{ID: "tenant-0", Quotas: q}, scout, 0); err != nil {
-		t.Fatal(err)
-	}
-	if got := a.counters(); got != 1 {
-		t.Errorf("%d counters after the rollover, want 1", got)
+	admit(other, "tenant-1")
+	admit(a, "tenant-0")
+	if got := counters(t, st); got != 2 {
+		t.Errorf("%d counters after the rollover, want 2", got)
 	}
 }
 
-// counters returns the number of counters over all shards.
-func (a *Accountant) counters() int {
-	n := 0
-	for i := range a.shards {
-		s := &a.shards[i]
-		s.mu.Lock()
-		n += len(s.counters)
-		s.mu.Unlock()
+// counters returns the number of counters in the store.
+func counters(t *testing.T, st store.Store) int {
+	t.Helper()
+	n, err := store.ViewValue(t.Context(), st, func(tx store.Tx) (int, error) {
+		n := 0
+		err := tx.Scan(bucketCounters, nil, false, func(_, _ []byte) (bool, error) { n++; return true, nil })
+		return n, err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
@@ -89,6 +73,18 @@ func TestDayOf(t *testing.T) {
 	for _, tc := range tests {
 		if got := dayOf(tc.at); got != tc.want {
 			t.Errorf("dayOf(%v) = %d, want %d", tc.at, got, tc.want)
+		}
+	}
+}
+
+// TestDayKeysSortByDay: the purge relies on day keys sorting as the days do,
+// also across 1970 (the sign of the day number).
+func TestDayKeysSortByDay(t *testing.T) {
+	days := []int64{-20000, -1, 0, 1, 20241}
+	for i := 1; i < len(days); i++ {
+		lo, hi := counterKey(days[i-1], "\xff\xff", "\xff"), counterKey(days[i], "", "")
+		if string(lo) >= string(hi) {
+			t.Errorf("key of day %d sorts after the key of day %d", days[i-1], days[i])
 		}
 	}
 }

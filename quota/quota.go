@@ -1,30 +1,66 @@
 package quota
 
 import (
-	"hash/maphash"
-	"sync"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/redact"
+	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 )
 
-const (
-	shardCount = 64 // a power of two
-	secsPerDay = 24 * 60 * 60
-)
+const secsPerDay = 24 * 60 * 60
 
-// Accountant holds the daily counters of every tenant and alias with a budget.
-// It is safe for concurrent use. Create it with New; the zero value is not usable.
+// DefaultReservationTTL is the lifetime of a reservation whose ticket is never
+// ended: longer than the upstream's default total time-out (600 s, which
+// bounds a whole call, answer included), with time to spare for storing the
+// turn and settling.
+const DefaultReservationTTL = 15 * time.Minute
+
+// Config configures an Accountant.
+type Config struct {
+	// Store holds the counters (bucket quota/counters). It must not be nil.
+	// Accountants over one store (replicas on one database, or a gateway
+	// restarted on its file) share the budgets.
+	Store store.Store
+	// Clock gives the time. Nil means clock.Wall.
+	Clock clock.Clock
+	// Catalog is the model catalog available_fallbacks is chosen from,
+	// typically the router's status view (upstream.Router.Catalog) so that a
+	// backend without a configured URL does not count as usable. Nil lists no
+	// fallbacks. New reads it once and keeps nothing of it.
+	Catalog *upstream.Catalog
+	// Logger receives the tickets that could not be ended (a store failure)
+	// and those ended after their reservation expired. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// ReservationTTL is how long a reservation holds budget when its ticket
+	// is neither settled nor cancelled (the replica that admitted the request
+	// died). It must be longer than any request takes from admission to its
+	// end, so it should exceed the upstream's total time-out. Zero or
+	// negative means DefaultReservationTTL.
+	ReservationTTL time.Duration
+}
+
+// Accountant keeps the daily counters of every tenant and alias with a budget
+// in a store.Store. It is safe for concurrent use. Create it with New; the
+// zero value is not usable.
 type Accountant struct {
+	st         store.Store
 	clock      clock.Clock
-	seed       maphash.Seed
+	log        *slog.Logger
+	ttl        time.Duration
 	candidates []candidate  // possible available_fallbacks, in catalog order
-	day        atomic.Int64 // latest UTC day seen; every shard is rolled to it
-	shards     [shardCount]shard
+	latest     atomic.Int64 // latest UTC day seen: a clock stepping back keeps it
+	purged     atomic.Int64 // the day before which this Accountant deleted the counters
+	purging    atomic.Bool  // a purge runs
 }
 
 // candidate is a chat alias with a usable backend that is not on cloudB.
@@ -32,49 +68,30 @@ type candidate struct {
 	alias, family string
 }
 
-type shardState struct {
-	mu       sync.Mutex
-	day      int64 // UTC day number (days since 1970-01-01) the counters belong to
-	counters map[key]*counter
-}
-
-// shard pads shardState to a multiple of 128 bytes so that two shards never
-// share a cache line (or an adjacent-line prefetch pair).
-type shard struct {
-	shardState
-	_ [128 - unsafe.Sizeof(shardState{})%128]byte
-}
-
-type key struct {
-	tenant, alias string
-}
-
-// counter is one (tenant, alias) pair's day; its fields are guarded by the mutex
-// of the shard it was created in, also after that shard dropped it.
-type counter struct {
-	requests int64 // admitted requests
-	tokens   int64 // tokens of settled requests
-	reserved int64 // tokens reserved by requests not yet settled
-}
-
 // Usage is a snapshot of one counter.
 type Usage struct {
 	Requests int64 // requests admitted today
 	Tokens   int64 // tokens charged by settled requests
-	Reserved int64 // tokens reserved by requests in flight
+	Reserved int64 // tokens reserved by requests in flight (unexpired)
 }
 
-// New returns an Accountant reading the time from c (nil means the wall clock).
-// cat is the model catalog that available_fallbacks is chosen from, typically
-// the router's status view (upstream.Router.Catalog) so that a backend without a
-// configured URL does not count as usable; nil lists no fallbacks. New reads cat
-// once and keeps nothing of it.
-func New(c clock.Clock, cat *upstream.Catalog) *Accountant {
-	if c == nil {
-		c = clock.Wall{}
+// New returns an Accountant over cfg. It panics when cfg.Store is nil (a
+// wiring bug, not a run-time condition).
+func New(cfg Config) *Accountant {
+	if cfg.Store == nil {
+		panic("quota.New: Config.Store is nil")
 	}
-	a := &Accountant{clock: c, seed: maphash.MakeSeed()}
-	if cat != nil {
+	a := &Accountant{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ttl: cfg.ReservationTTL}
+	if a.clock == nil {
+		a.clock = clock.Wall{}
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.ttl <= 0 {
+		a.ttl = DefaultReservationTTL
+	}
+	if cat := cfg.Catalog; cat != nil {
 		for i := range cat.Models {
 			m := &cat.Models[i]
 			if m.Kind == upstream.KindChat && servesOffCloudB(m) {
@@ -82,23 +99,23 @@ func New(c clock.Clock, cat *upstream.Catalog) *Accountant {
 			}
 		}
 	}
-	for i := range a.shards {
-		a.shards[i].counters = make(map[key]*counter)
-	}
 	return a
 }
 
 // Admit counts one request of tenant t for model m and reserves reserve tokens
 // (the request's max_tokens plus its prompt estimate; a negative value counts as
-// 0) against t's budget for m.Alias.
+// 0) against t's budget for m.Alias, in one store transaction.
 //
 // When a is nil (no quotas), or t has no budget for the alias, Admit returns
-// (nil, nil) without locking or allocating; the nil *Ticket's methods do nothing. When the request fits, it
-// returns a ticket that the caller must Settle or Cancel once the upstream call
-// ends. When it does not fit, nothing is counted and the error is an
-// *errcat.Error: cloudB_daily_quota_exhausted for an alias pinned to cloudB,
-// model_quota_exhausted otherwise (see the package documentation).
-func (a *Accountant) Admit(t *auth.Tenant, m *upstream.ModelInfo, reserve int64) (*Ticket, error) {
+// (nil, nil) without touching the store or allocating; the nil *Ticket's
+// methods do nothing. When the request fits, it returns a ticket that the
+// caller must Settle or Cancel once the upstream call ends. When it does not
+// fit, nothing is counted and the error is an *errcat.Error:
+// cloudB_daily_quota_exhausted for an alias pinned to cloudB,
+// model_quota_exhausted otherwise (see the package documentation). When the
+// store fails, nothing is counted and the error is storage_error: a budget
+// that cannot be read admits nothing.
+func (a *Accountant) Admit(ctx context.Context, t *auth.Tenant, m *upstream.ModelInfo, reserve int64) (*Ticket, error) {
 	if a == nil || t == nil || m == nil {
 		return nil, nil
 	}
@@ -106,95 +123,82 @@ func (a *Accountant) Admit(t *auth.Tenant, m *upstream.ModelInfo, reserve int64)
 	if !ok || (q.TokensPerDay <= 0 && q.RequestsPerDay <= 0) {
 		return nil, nil
 	}
-	reserve = max(reserve, 0)
 	now := a.clock.Now()
-	today := dayOf(now)
-	a.rollAll(today)
-	s := a.shard(t.ID)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	day := s.roll(today)
-	k := key{tenant: t.ID, alias: m.Alias}
-	c := s.counters[k]
-	if !fits(c, q, reserve) {
-		return nil, a.refusal(&s.shardState, t, m, q, c, reserve, now, day)
+	day := a.today(now)
+	a.purge(ctx, day)
+	tk := &Ticket{a: a, key: counterKey(day, t.ID, m.Alias), id: rand.Text(),
+		tenant: t.ID, alias: m.Alias, reserved: max(reserve, 0)}
+	h := hold{ID: tk.id, Tokens: tk.reserved, Expires: now.Add(a.ttl).UnixNano()}
+	err := a.st.Batch(ctx, func(tx store.Tx) error {
+		rec, _, err := readRecord(tx, tk.key)
+		if err != nil {
+			return err
+		}
+		rec.dropExpired(now.UnixNano())
+		if !rec.fits(q, h.Tokens) {
+			return a.refusal(tx, t, m, q, &rec, h.Tokens, now, day)
+		}
+		rec.Requests++
+		rec.Holds = append(rec.Holds, h)
+		return store.PutJSON(tx, bucketCounters, tk.key, rec)
+	})
+	if err != nil {
+		// A refusal is the *errcat.Error fn returned; anything else is the store's.
+		return nil, errcat.FromStore(fmt.Errorf("quota.Admit: tenant %q alias %q: %w", t.ID, m.Alias, err))
 	}
-	if c == nil {
-		c = &counter{}
-		s.counters[k] = c
-	}
-	c.requests++
-	c.reserved += reserve
-	return &Ticket{s: &s.shardState, c: c, reserved: reserve}, nil
+	return tk, nil
 }
 
 // Usage returns today's counter of the tenant with ID tenantID for alias, zero
-// when there is none. It is meant for diagnostics and tests.
-func (a *Accountant) Usage(tenantID, alias string) Usage {
+// when there is none; expired reservations are not counted. It is meant for
+// diagnostics and tests.
+func (a *Accountant) Usage(ctx context.Context, tenantID, alias string) (Usage, error) {
 	now := a.clock.Now()
-	s := a.shard(tenantID)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.roll(dayOf(now))
-	c := s.counters[key{tenant: tenantID, alias: alias}]
-	if c == nil {
-		return Usage{}
+	key := counterKey(a.today(now), tenantID, alias)
+	rec, err := store.ViewValue(ctx, a.st, func(tx store.Tx) (record, error) {
+		rec, _, err := readRecord(tx, key)
+		return rec, err
+	})
+	if err != nil {
+		return Usage{}, fmt.Errorf("quota.Usage: %w", err)
 	}
-	return Usage{Requests: c.requests, Tokens: c.tokens, Reserved: c.reserved}
+	rec.dropExpired(now.UnixNano())
+	return Usage{Requests: rec.Requests, Tokens: rec.Tokens, Reserved: rec.reserved()}, nil
 }
 
-// rollAll drops the counters of past days in every shard, once per new day: the
-// first caller that sees day takes each shard's lock in turn (never two at once),
-// the others only load an atomic.
-func (a *Accountant) rollAll(day int64) {
-	last := a.day.Load()
-	if day <= last || !a.day.CompareAndSwap(last, day) {
+// today returns the UTC day of now, or the latest day this Accountant saw
+// when that is later: a clock that steps back does not bring back a past day,
+// whose counters may be deleted already.
+func (a *Accountant) today(now time.Time) int64 {
+	day := dayOf(now)
+	for {
+		last := a.latest.Load()
+		if day <= last {
+			return last
+		}
+		if a.latest.CompareAndSwap(last, day) {
+			return day
+		}
+	}
+}
+
+// purge deletes the counters of the days before day the first time this
+// Accountant sees day (after a start, that is its first admission), so that
+// the bucket holds about one day of counters. One caller purges while the
+// others go on; a purge that fails is logged and tried again by a later
+// admission (it loses nothing: past days' counters are never read).
+func (a *Accountant) purge(ctx context.Context, day int64) {
+	if day <= a.purged.Load() || !a.purging.CompareAndSwap(false, true) {
 		return
 	}
-	for i := range a.shards {
-		s := &a.shards[i].shardState
-		s.mu.Lock()
-		s.roll(day)
-		s.mu.Unlock()
+	defer a.purging.Store(false)
+	err := a.st.Update(ctx, func(tx store.Tx) error { return deletePast(tx, day) })
+	if err != nil {
+		a.log.LogAttrs(ctx, slog.LevelWarn, "quota: past days' counters not deleted",
+			slog.Int64("day", day), slog.String("error", redact.Error(err)))
+		return
 	}
-}
-
-func (a *Accountant) shard(tenantID string) *shard {
-	return &a.shards[maphash.String(a.seed, tenantID)&(shardCount-1)]
-}
-
-// roll moves the shard to day when that is later than its own day, dropping the
-// counters of past days (tickets still holding one settle against it, detached),
-// and returns the shard's day. A clock that steps back keeps the later day.
-func (s *shardState) roll(day int64) int64 {
-	if day > s.day {
-		s.day = day
-		if len(s.counters) > 0 {
-			s.counters = make(map[key]*counter)
-		}
-	}
-	return s.day
-}
-
-// fits reports whether one more request reserving reserve tokens stays within q;
-// c nil is a counter with nothing counted yet.
-func fits(c *counter, q auth.Quota, reserve int64) bool {
-	if c == nil {
-		c = &counter{} // does not escape: no allocation
-	}
-	if q.RequestsPerDay > 0 && c.requests >= q.RequestsPerDay {
-		return false
-	}
-	if q.TokensPerDay > 0 {
-		// A spent budget admits nothing, not even a zero reservation; subtract
-		// rather than add so that a huge reserve cannot overflow.
-		left := q.TokensPerDay - c.tokens - c.reserved
-		if left <= 0 || reserve > left {
-			return false
-		}
-	}
-	return true
+	a.purged.Store(max(a.purged.Load(), day)) // only the purger stores
 }
 
 // dayOf returns the UTC day number of t: whole days since 1970-01-01 UTC.

@@ -1,6 +1,8 @@
 package quota_test
 
 import (
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,6 +10,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/quota"
+	"github.com/chatgw/gateway/store/memstore"
 )
 
 // op is one step of an admission scenario on tenant "acme", alias lm-4-scout.
@@ -86,13 +89,13 @@ func TestAdmit(t *testing.T) {
 			for i, o := range tc.ops {
 				if o.ticket >= 0 {
 					if o.cancel {
-						tickets[o.ticket].Cancel()
+						tickets[o.ticket].Cancel(t.Context())
 					} else {
-						tickets[o.ticket].Settle(o.settle)
+						tickets[o.ticket].Settle(t.Context(), o.settle)
 					}
 					continue
 				}
-				tk, err := a.Admit(acme, m, o.admit)
+				tk, err := a.Admit(t.Context(), acme, m, o.admit)
 				if o.refuse {
 					if tk != nil || errcat.CodeOf(err) != errcat.ModelQuotaExhausted {
 						t.Fatalf("op %d: Admit(%d) = %v, %v; want nil, model_quota_exhausted", i, o.admit, tk, err)
@@ -104,7 +107,7 @@ func TestAdmit(t *testing.T) {
 				}
 				tickets = append(tickets, tk)
 			}
-			if diff := cmp.Diff(tc.want, a.Usage("acme", m.Alias)); diff != "" {
+			if diff := cmp.Diff(tc.want, usage(t, a, "acme", m.Alias)); diff != "" {
 				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -120,11 +123,11 @@ func TestCountersAreSeparate(t *testing.T) {
 		tenant *auth.Tenant
 		alias  string
 	}{{acme, scout.Alias}, {acme, local.Alias}, {globex, scout.Alias}} {
-		if _, err := a.Admit(c.tenant, lookup(t, cat, c.alias), 0); err != nil {
+		if _, err := a.Admit(t.Context(), c.tenant, lookup(t, cat, c.alias), 0); err != nil {
 			t.Fatalf("Admit(%s, %s) = %v; want a ticket", c.tenant.ID, c.alias, err)
 		}
 	}
-	if _, err := a.Admit(acme, scout, 0); errcat.CodeOf(err) != errcat.ModelQuotaExhausted {
+	if _, err := a.Admit(t.Context(), acme, scout, 0); errcat.CodeOf(err) != errcat.ModelQuotaExhausted {
 		t.Errorf("second Admit(acme, %s) = %v; want model_quota_exhausted", scout.Alias, err)
 	}
 }
@@ -135,22 +138,23 @@ func TestReloadedTenantKeepsCounts(t *testing.T) {
 	a, _, cat := newAccountant(t, noon)
 	m := lookup(t, cat, "lm-4-scout")
 	for range 2 {
-		if _, err := a.Admit(tenant("acme", map[string]auth.Quota{m.Alias: {RequestsPerDay: 3}}), m, 0); err != nil {
+		if _, err := a.Admit(t.Context(), tenant("acme", map[string]auth.Quota{m.Alias: {RequestsPerDay: 3}}), m, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	reloaded := tenant("acme", map[string]auth.Quota{m.Alias: {RequestsPerDay: 2}})
-	if _, err := a.Admit(reloaded, m, 0); errcat.CodeOf(err) != errcat.ModelQuotaExhausted {
+	if _, err := a.Admit(t.Context(), reloaded, m, 0); errcat.CodeOf(err) != errcat.ModelQuotaExhausted {
 		t.Errorf("Admit after lowering the limit = %v; want model_quota_exhausted", err)
 	}
 	raised := tenant("acme", map[string]auth.Quota{m.Alias: {RequestsPerDay: 10}})
-	if _, err := a.Admit(raised, m, 0); err != nil {
+	if _, err := a.Admit(t.Context(), raised, m, 0); err != nil {
 		t.Errorf("Admit after raising the limit = %v; want a ticket", err)
 	}
 }
 
-// TestNoQuotaFastPath proves that an alias without a budget costs no allocation
-// and does not even read the clock (the lock is covered by an internal test).
+// TestNoQuotaFastPath proves that an alias without a budget costs no
+// allocation, does not read the clock and does not touch the store (every
+// transaction of this one fails).
 func TestNoQuotaFastPath(t *testing.T) {
 	cat := testCatalog(t)
 	m := lookup(t, cat, "lm-4-scout")
@@ -166,21 +170,28 @@ func TestNoQuotaFastPath(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &countingClock{}
-			a := quota.New(c, cat)
+			st := memstore.New()
+			var txs atomic.Int64
+			st.FailWith(func(string) error { txs.Add(1); return errors.New("store touched") })
+			a := newOver(t, st, c, cat)
+			ctx := t.Context()
 			allocs := testing.AllocsPerRun(1000, func() {
-				tk, err := a.Admit(tc.tenant, m, 4096)
+				tk, err := a.Admit(ctx, tc.tenant, m, 4096)
 				if tk != nil || err != nil {
 					t.Fatalf("Admit = %v, %v; want nil, nil", tk, err)
 				}
-				tk.Settle(100)
-				tk.Settle(-1)
-				tk.Cancel()
+				tk.Settle(ctx, 100)
+				tk.Settle(ctx, -1)
+				tk.Cancel(ctx)
 			})
 			if allocs != 0 {
 				t.Errorf("Admit without a quota: %v allocations per run, want 0", allocs)
 			}
 			if n := c.reads.Load(); n != 0 {
 				t.Errorf("Admit without a quota read the clock %d times, want 0", n)
+			}
+			if n := txs.Load(); n != 0 {
+				t.Errorf("Admit without a quota began %d transactions, want 0", n)
 			}
 		})
 	}
@@ -191,7 +202,7 @@ func TestNoQuotaFastPath(t *testing.T) {
 func TestNilAccountant(t *testing.T) {
 	m := lookup(t, testCatalog(t), "lm-4-scout")
 	var a *quota.Accountant
-	tk, err := a.Admit(tenant("acme", map[string]auth.Quota{m.Alias: {RequestsPerDay: 1}}), m, 10)
+	tk, err := a.Admit(t.Context(), tenant("acme", map[string]auth.Quota{m.Alias: {RequestsPerDay: 1}}), m, 10)
 	if tk != nil || err != nil {
 		t.Errorf("nil Accountant: Admit = %v, %v; want nil, nil", tk, err)
 	}
@@ -199,21 +210,30 @@ func TestNilAccountant(t *testing.T) {
 
 func TestNilTicket(t *testing.T) {
 	var tk *quota.Ticket
-	tk.Settle(10)
-	tk.Settle(-1)
-	tk.Cancel()
+	tk.Settle(t.Context(), 10)
+	tk.Settle(t.Context(), -1)
+	tk.Cancel(t.Context())
 }
 
 func TestNilClockIsWall(t *testing.T) {
 	cat := testCatalog(t)
 	m := lookup(t, cat, "lm-4-scout")
-	a := quota.New(nil, nil)
+	a := quota.New(quota.Config{Store: memstore.New()})
 	acme := tenant("acme", map[string]auth.Quota{m.Alias: {RequestsPerDay: 1}})
-	if _, err := a.Admit(acme, m, 0); err != nil {
+	if _, err := a.Admit(t.Context(), acme, m, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := a.Admit(acme, m, 0)
+	_, err := a.Admit(t.Context(), acme, m, 0)
 	if e := errcat.As(err); e.Code != errcat.ModelQuotaExhausted || e.RetryAfter < 1 || e.RetryAfter > 86400 {
 		t.Errorf("Admit = %v (Retry-After %d); want model_quota_exhausted within a day", err, e.RetryAfter)
 	}
+}
+
+func TestNewWithoutStorePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("New without a store did not panic")
+		}
+	}()
+	quota.New(quota.Config{})
 }

@@ -5,7 +5,7 @@
 // answers a fake upstream.Upstream gives (Chunk, Completion, SSEAnswer,
 // JSONAnswer).
 //
-// It is a leaf: it imports the leaf packages (auth, errcat, upstream,
+// It is a leaf: it imports the leaf packages (auth, errcat, upstream, quota,
 // internal/httpx) and never a family, so that every family's tests may import it.
 //
 // Every helper that can fail takes a testing.TB, marks itself with t.Helper and

@@ -21,11 +21,19 @@
 // direct and the gateway's added latency as a ratio to the proxy's; and each
 // server's CPU seconds per 1000 requests and peak RSS.
 //
+// With -store-url the gateway uses PostgreSQL (store/pgstore) instead of
+// bbolt: a database by URL, or "pgtest", a throw-away cluster gwbench starts
+// for the run (internal/pgtest, fsync on). With -gateway-replicas N it runs as
+// N processes on that one store, the load generator sending the gateway's
+// requests to each in turn (no proxy in between); their CPU time and RSS are
+// summed.
+//
 // Usage:
 //
 //	go run ./cmd/gwbench                       # everything: about 3 minutes
 //	go run ./cmd/gwbench -quick                # a few seconds, to check it works
 //	go run ./cmd/gwbench -scenarios v1-json,peak -rate 5000 -duration 20s -json out.json
+//	go run ./cmd/gwbench -store-url pgtest -gateway-replicas 2 -scenarios v1-json,c1-json
 package main
 
 import (
@@ -47,7 +55,7 @@ func main() {
 	defer stop()
 	var err error
 	if len(os.Args) > 1 && isServeCommand(os.Args[1]) {
-		err = serve(ctx, os.Args[1:], os.Stdin, os.Stdout)
+		err = serve(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout)
 	} else {
 		var cfg config
 		cfg, err = parseFlags(os.Args[1:], os.Stderr)
@@ -83,6 +91,8 @@ type config struct {
 	c1History       int
 	c1Convs         int
 	dataDir         string
+	storeURL        string // -store-url: "" (bbolt), storePgtest[?params] or postgres://...
+	replicas        int    // gateway processes on the one store
 	jsonOut         string
 	gatewayPprof    string
 	gatewayEnv      []string // KEY=VALUE added to the gateway process's environment
@@ -118,6 +128,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.c1History, "c1-history", 20, "/c1: stored messages of a continuing conversation (even)")
 	fs.IntVar(&cfg.c1Convs, "c1-convs", 0, "/c1: continuing conversations to create; 0: enough that each is continued at most 8 times")
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "the gateway's data directory; default: a temporary directory, removed at the end")
+	fs.StringVar(&cfg.storeURL, "store-url", "", "the gateway's store: postgres://... (or postgresql://...) for that PostgreSQL database, "+storePgtest+" for a throw-away PostgreSQL cluster gwbench starts (fsync on; "+storePgtest+"?pool_max_conns=16 adds pgx parameters); default: bbolt in the data directory")
+	fs.IntVar(&cfg.replicas, "gateway-replicas", 1, "gateway processes on the one store, the gateway's requests spread over them round-robin; more than 1 needs a PostgreSQL -store-url")
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the results as JSON to this file")
 	fs.IntVar(&cfg.streams, "streams", 10000, scenarioSlowStreams+": concurrent streams")
 	fs.IntVar(&cfg.slowChunks, "slow-chunks", 30, scenarioSlowStreams+": content chunks of each stream")
@@ -143,7 +155,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 	}
 	cfg.scenarios, cfg.targets, cfg.gatewayEnv = splitList(*scen), splitList(*targ), splitList(*genv)
-	cfg.command = strings.Join(append([]string{"gwbench"}, args...), " ")
+	cfg.command = strings.Join(append([]string{"gwbench"}, redactArgs(args)...), " ")
 	return cfg, cfg.validate()
 }
 
@@ -158,6 +170,9 @@ func (c config) validate() error {
 		if !slices.Contains(allTargets, t) {
 			return fmt.Errorf("-targets: unknown target %q (want %s)", t, strings.Join(allTargets, ", "))
 		}
+	}
+	if err := c.validateStore(); err != nil {
+		return err
 	}
 	for _, kv := range c.gatewayEnv {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

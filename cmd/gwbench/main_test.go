@@ -4,18 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chatgw/gateway/internal/pgtest"
 )
 
 // TestMain lets the test binary stand in for gwbench: run re-executes
 // os.Executable, here the test binary, with a serve-* subcommand.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && isServeCommand(os.Args[1]) {
-		if err := serve(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
+		if err := serve(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout); err != nil {
 			os.Stderr.WriteString("gwbench: " + err.Error() + "\n")
 			os.Exit(1)
 		}
@@ -51,6 +54,37 @@ func TestParseFlags(t *testing.T) {
 		{name: "odd history", args: []string{"-c1-history", "7"}, wantErr: "-c1-history even"},
 		{name: "rounds too short", args: []string{"-duration", "20ms", "-rounds", "5"}, wantErr: "at least 10ms"},
 		{name: "argument", args: []string{"serve"}, wantErr: "unexpected argument"},
+		{name: "bbolt by default", check: func(t *testing.T, c config) {
+			if c.storeURL != "" || c.replicas != 1 {
+				t.Errorf("store %q, %d replicas; want bbolt (\"\"), 1", c.storeURL, c.replicas)
+			}
+		}},
+		{name: "pgtest replicas", args: []string{"-store-url", "pgtest", "-gateway-replicas", "3"}, check: func(t *testing.T, c config) {
+			if c.storeURL != "pgtest" || c.replicas != 3 {
+				t.Errorf("store %q, %d replicas; want pgtest, 3", c.storeURL, c.replicas)
+			}
+		}},
+		{name: "pgtest with parameters", args: []string{"-store-url", "pgtest?pool_max_conns=16"}, check: func(t *testing.T, c config) {
+			if c.storeURL != "pgtest?pool_max_conns=16" {
+				t.Errorf("store %q, want pgtest?pool_max_conns=16", c.storeURL)
+			}
+		}},
+		{name: "postgres URL replicas", args: []string{"-store-url", "postgresql://db.example/chatgw", "-gateway-replicas", "2"}, check: func(t *testing.T, c config) {
+			if c.storeURL != "postgresql://db.example/chatgw" || c.replicas != 2 {
+				t.Errorf("store %q, %d replicas; want the URL, 2", c.storeURL, c.replicas)
+			}
+		}},
+		{name: "password not in the report's command", args: []string{"-store-url=postgres://u:s3cret@db.example/chatgw?password=s3cret"}, check: func(t *testing.T, c config) {
+			if strings.Contains(c.command, "s3cret") {
+				t.Errorf("command %q holds the password", c.command)
+			}
+		}},
+		{name: "replicas on bbolt", args: []string{"-gateway-replicas", "2"}, wantErr: "-gateway-replicas 2 needs a PostgreSQL -store-url"},
+		{name: "no replica", args: []string{"-store-url", "pgtest", "-gateway-replicas", "0"}, wantErr: "-gateway-replicas must be at least 1"},
+		{name: "unknown store", args: []string{"-store-url", "mysql://u:s3cret@db/x"}, wantErr: "-store-url: want postgres://"},
+		{name: "bolt store URL", args: []string{"-store-url", "bolt:gateway.db"}, wantErr: "-store-url: want postgres://"},
+		{name: "pgtest with bad parameters", args: []string{"-store-url", "pgtest?a=%zz"}, wantErr: "-store-url pgtest?"},
+		{name: "data dir with PostgreSQL", args: []string{"-store-url", "pgtest", "-data-dir", "/tmp/x"}, wantErr: "-data-dir is the bbolt store's directory"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,6 +92,9 @@ func TestParseFlags(t *testing.T) {
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("parseFlags(%q) error = %v, want one with %q", tc.args, err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Errorf("parseFlags(%q) error = %v: holds the password", tc.args, err)
 				}
 				return
 			}
@@ -117,6 +154,59 @@ func TestQuickRun(t *testing.T) {
 				t.Errorf("%s, %s: p50 %v p99 %v max %v rate %v: not a measure", s.Name, tr.Target, tr.P50, tr.P99, tr.Max, tr.Rate)
 			case strings.HasSuffix(s.Name, "-sse") && tr.TTFBP50 <= 0:
 				t.Errorf("%s, %s: no time to first byte", s.Name, tr.Target)
+			}
+		}
+	}
+}
+
+// TestQuickRunPostgresReplicas runs a short gwbench with the gateway as two
+// replicas on a throw-away PostgreSQL cluster that gwbench starts itself:
+// every request must succeed, /c1 conversations among them being continued
+// through the replica their previous turn did not go through, and the report
+// must name the store and the replicas. It skips, as internal/pgtest does,
+// when PostgreSQL is not installed.
+func TestQuickRunPostgresReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and four server processes: not in -short")
+	}
+	out := filepath.Join(t.TempDir(), "out.json")
+	cfg, err := parseFlags([]string{"-quick", "-duration", "200ms", "-warmup", "50ms", "-json", out,
+		"-store-url", "pgtest", "-gateway-replicas", "2", "-targets", "direct,gateway", "-scenarios", "v1-json,c1-json,c1-sse"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err = run(ctx, cfg, &stdout, &stderr)
+	if errors.Is(err, pgtest.ErrUnavailable) {
+		t.Skip(err.Error())
+	}
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("-json output: %v", err)
+	}
+	if rep.Store != "postgresql" || rep.StoreVersion == "" || rep.GatewayReplicas != 2 {
+		t.Errorf("JSON report: store %q version %q, %d replicas; want postgresql, a version, 2", rep.Store, rep.StoreVersion, rep.GatewayReplicas)
+	}
+	if md := stdout.String(); !strings.Contains(md, "Gateway: 2 replicas") || !strings.Contains(md, "Store: PostgreSQL "+rep.StoreVersion+",") {
+		t.Errorf("markdown report does not name 2 replicas and PostgreSQL %s:\n%s", rep.StoreVersion, md)
+	}
+	if len(rep.Scenarios) != 3 {
+		t.Fatalf("%d scenarios in the JSON report, want 3", len(rep.Scenarios))
+	}
+	for _, s := range rep.Scenarios {
+		for _, tr := range s.Targets {
+			if tr.Skipped != "" || tr.OK == 0 || tr.Errors > 0 || tr.PeakRSSMB <= 0 {
+				t.Errorf("%s, %s: skipped %q, %d ok, %d errors (%v), peak RSS %v MiB; want every request answered and measured",
+					s.Name, tr.Target, tr.Skipped, tr.OK, tr.Errors, tr.ErrorKinds, tr.PeakRSSMB)
 			}
 		}
 	}

@@ -13,24 +13,29 @@ import (
 // report is the result of one run; it is written as markdown and as JSON.
 // Durations are in milliseconds (µs precision), memory in MiB.
 type report struct {
-	Command           string           `json:"command"`
-	Started           string           `json:"started"`
-	Go                string           `json:"go"`
-	Platform          string           `json:"platform"`
-	NumCPU            int              `json:"num_cpu"`
-	GOMAXPROCS        int              `json:"gomaxprocs"`
-	Rate              float64          `json:"rate"`
-	DurationS         float64          `json:"duration_s"`
-	WarmupS           float64          `json:"warmup_s"`
-	Rounds            int              `json:"rounds"`
-	PeakWorkers       int              `json:"peak_workers"`
-	UpstreamLatencyMs float64          `json:"upstream_latency_ms"`
-	Chunks            int              `json:"chunks"`
-	ChunkIntervalMs   float64          `json:"chunk_interval_ms"`
-	C1Continue        float64          `json:"c1_continue"`
-	C1History         int              `json:"c1_history"`
-	GatewayIdleRSSMB  float64          `json:"gateway_idle_rss_mb,omitempty"`
-	Scenarios         []scenarioReport `json:"scenarios"`
+	Command           string  `json:"command"`
+	Started           string  `json:"started"`
+	Go                string  `json:"go"`
+	Platform          string  `json:"platform"`
+	NumCPU            int     `json:"num_cpu"`
+	GOMAXPROCS        int     `json:"gomaxprocs"`
+	Rate              float64 `json:"rate"`
+	DurationS         float64 `json:"duration_s"`
+	WarmupS           float64 `json:"warmup_s"`
+	Rounds            int     `json:"rounds"`
+	PeakWorkers       int     `json:"peak_workers"`
+	UpstreamLatencyMs float64 `json:"upstream_latency_ms"`
+	Chunks            int     `json:"chunks"`
+	ChunkIntervalMs   float64 `json:"chunk_interval_ms"`
+	C1Continue        float64 `json:"c1_continue"`
+	C1History         int     `json:"c1_history"`
+	// The gateway's store and processes, when the gateway is a target.
+	Store            string           `json:"store,omitempty"`         // "bbolt" or "postgresql"
+	StoreVersion     string           `json:"store_version,omitempty"` // PostgreSQL's server_version
+	StoreAbout       string           `json:"store_about,omitempty"`   // where the store is, how it syncs commits
+	GatewayReplicas  int              `json:"gateway_replicas,omitempty"`
+	GatewayIdleRSSMB float64          `json:"gateway_idle_rss_mb,omitempty"`
+	Scenarios        []scenarioReport `json:"scenarios"`
 	// The slow-streams scenario, when it ran.
 	SlowStreams    int          `json:"slow_streams,omitempty"`
 	SlowChunks     int          `json:"slow_chunks,omitempty"`
@@ -203,17 +208,37 @@ func writeMarkdown(w io.Writer, rep *report) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("# gwbench\n\n`%s`\n\n", rep.Command)
 	if len(rep.Scenarios) == 0 {
-		p("%s %s, %d CPUs (GOMAXPROCS %d), %s.\n", rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started)
+		p("%s %s, %d CPUs (GOMAXPROCS %d), %s.%s\n", rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started, gatewaySentence(rep))
 		writeSlowMarkdown(w, rep, rep.Slow)
 		return
 	}
-	p("%s %s, %d CPUs (GOMAXPROCS %d), %s. Open loop: %.0f req/s per target for %gs in %s (targets alternating), %gs warm-up each; latency from the scheduled send time. Peak: %d workers, closed loop. Fake upstream: latency %gms, %d chunks, %gms apart. /c1: %.0f%% continuing conversations with %d stored messages.\n\n",
+	p("%s %s, %d CPUs (GOMAXPROCS %d), %s. Open loop: %.0f req/s per target for %gs in %s (targets alternating), %gs warm-up each; latency from the scheduled send time. Peak: %d workers, closed loop. Fake upstream: latency %gms, %d chunks, %gms apart. /c1: %.0f%% continuing conversations with %d stored messages.%s\n\n",
 		rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started, rep.Rate, rep.DurationS, plural(rep.Rounds, "round"), rep.WarmupS,
-		rep.PeakWorkers, rep.UpstreamLatencyMs, rep.Chunks, rep.ChunkIntervalMs, rep.C1Continue*100, rep.C1History)
+		rep.PeakWorkers, rep.UpstreamLatencyMs, rep.Chunks, rep.ChunkIntervalMs, rep.C1Continue*100, rep.C1History, gatewaySentence(rep))
 	if len(rep.Scenarios) > 0 {
 		writeScenarios(w, rep)
 	}
 	writeSlowMarkdown(w, rep, rep.Slow)
+}
+
+// gatewaySentence says, for the report's header, how many gateway processes
+// ran and on which store; "" when the gateway was not a target.
+func gatewaySentence(rep *report) string {
+	if rep.Store == "" {
+		return ""
+	}
+	procs := "1 process"
+	if rep.GatewayReplicas > 1 {
+		procs = fmt.Sprintf("%d replicas on one store, taking its requests in turn (their CPU time and RSS, idle and peak, are summed)", rep.GatewayReplicas)
+		if len(rep.Slow) > 0 {
+			procs += "; slow-streams: 1 process"
+		}
+	}
+	store := "bbolt"
+	if rep.Store == "postgresql" {
+		store = "PostgreSQL " + rep.StoreVersion
+	}
+	return fmt.Sprintf(" Gateway: %s. Store: %s, %s.", procs, store, rep.StoreAbout)
 }
 
 // writeScenarios writes the tables of the load scenarios.

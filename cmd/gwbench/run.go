@@ -10,7 +10,9 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +24,13 @@ type bench struct {
 	fake    *server
 	targets []*target
 	dataDir string
+	// storeURL is the PostgreSQL database of the gateways, "" for bbolt;
+	// store describes the store for the report.
+	storeURL string
+	store    storeDesc
+	// runTag makes this run's conversation ids its own, so that a run on a
+	// database that earlier runs used does not continue their conversations.
+	runTag  string
 	cleanup []func()
 }
 
@@ -31,9 +40,14 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("find gwbench's own executable: %w", err)
 	}
-	b := &bench{cfg: cfg, log: &lockedWriter{w: stderr}}
+	b := &bench{cfg: cfg, log: &lockedWriter{w: stderr}, runTag: strings.ToLower(rand.Text()[:8])}
 	defer b.close()
 	regular := slices.ContainsFunc(scenarios, func(sc scenario) bool { return slices.Contains(cfg.scenarios, sc.name) })
+	if slices.Contains(cfg.targets, targetGateway) {
+		if err := b.openStore(ctx); err != nil {
+			return err
+		}
+	}
 	if regular {
 		if err := b.start(exe); err != nil {
 			return err
@@ -76,29 +90,62 @@ func (b *bench) start(exe string) error {
 		if !slices.Contains(cfg.targets, name) {
 			continue
 		}
-		t := &target{name: name, srv: fake, client: newClient(cfg.conns, cfg.timeout)}
+		t := &target{name: name, procs: []*server{fake}, client: newClient(cfg.conns, cfg.timeout)}
 		switch name {
 		case targetProxy:
-			t.srv, err = b.startServer(exe, nil, cmdServeProxy, "-upstream", fake.url, "-conns", strconv.Itoa(cfg.conns))
+			var s *server
+			s, err = b.startServer(exe, nil, cmdServeProxy, "-upstream", fake.url, "-conns", strconv.Itoa(cfg.conns))
+			t.procs = []*server{s}
 		case targetGateway:
 			t.token = "gwbench_" + rand.Text()
-			if err := b.makeDataDir(); err != nil {
-				return err
-			}
-			args := []string{"-upstream", fake.url, "-data-dir", b.dataDir, "-token", t.token}
-			if cfg.gatewayPprof != "" {
-				args = append(args, "-pprof", cfg.gatewayPprof)
-			}
-			t.srv, err = b.startServer(exe, cfg.gatewayEnv, cmdServeGateway, args...)
+			t.procs, err = b.startGateways(exe, fake.url, t.token)
 		}
 		if err != nil {
 			return err
 		}
-		t.base = t.srv.url
 		b.targets = append(b.targets, t)
-		fmt.Fprintf(b.log, "gwbench: %s at %s (pid %d)\n", name, t.base, t.srv.pid())
+		for i, s := range t.procs {
+			what := name
+			if len(t.procs) > 1 {
+				what = fmt.Sprintf("%s replica %d/%d", name, i+1, len(t.procs))
+			}
+			fmt.Fprintf(b.log, "gwbench: %s at %s (pid %d)\n", what, s.url, s.pid())
+		}
 	}
 	return nil
+}
+
+// startGateways starts -gateway-replicas gateway processes on the store, one
+// after the other. Only the first serves -gateway-pprof: an address takes one
+// listener.
+func (b *bench) startGateways(exe, fakeURL, token string) ([]*server, error) {
+	args := []string{"-upstream", fakeURL, "-token", token}
+	if b.storeURL == "" {
+		if err := b.makeDataDir(); err != nil {
+			return nil, err
+		}
+		args = append(args, "-data-dir", b.dataDir)
+	}
+	var procs []*server
+	for i := range b.cfg.replicas {
+		a := args
+		if i == 0 && b.cfg.gatewayPprof != "" {
+			a = append(slices.Clip(args), "-pprof", b.cfg.gatewayPprof)
+		}
+		s, err := b.startServer(exe, b.gatewayEnv(), cmdServeGateway, a...)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, s)
+	}
+	return procs, nil
+}
+
+// gatewayEnv is what a gateway process gets added to its environment:
+// -gateway-env and the store's URL (empty for bbolt, so that an inherited
+// one does not count).
+func (b *bench) gatewayEnv() []string {
+	return append(slices.Clip(b.cfg.gatewayEnv), storeURLEnv+"="+b.storeURL)
 }
 
 func (b *bench) startServer(exe string, env []string, name string, args ...string) (*server, error) {
@@ -157,9 +204,13 @@ func (b *bench) newReport() *report {
 		Chunks: cfg.chunks, ChunkIntervalMs: ms(cfg.chunkInterval),
 		C1Continue: cfg.c1Continue, C1History: cfg.c1History,
 	}
+	if slices.Contains(cfg.targets, targetGateway) {
+		rep.Store, rep.StoreVersion, rep.StoreAbout = b.store.name, b.store.version, b.store.about
+		rep.GatewayReplicas = cfg.replicas
+	}
 	for _, t := range b.targets {
 		if t.name == targetGateway {
-			if st, err := readProcStat(t.srv.pid()); err == nil {
+			if st := t.stat(); st.RSSKB > 0 {
 				rep.GatewayIdleRSSMB = mb(st.RSSKB)
 			}
 		}
@@ -170,8 +221,8 @@ func (b *bench) newReport() *report {
 // runScenario checks each target with one request, creates the continuing
 // conversations of a /c1 scenario at the gateway, warms every target up, then
 // runs the rounds, the targets alternating (in a rotating order), and reads
-// the CPU time of each server (and of gwbench itself) around its rounds and
-// each server's peak RSS over all rounds.
+// the CPU time of each target's processes (and of gwbench itself) around its
+// rounds and their peak RSS over all rounds.
 func (b *bench) runScenario(ctx context.Context, sc scenario) scenarioReport {
 	cfg := b.cfg
 	rs := scenarioReport{Name: sc.name, About: sc.about, Mode: "open", Rate: cfg.rate}
@@ -200,16 +251,16 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) scenarioReport {
 		b.load(ctx, sc, reqs[t], cfg.warmup, discard)
 	}
 	for _, t := range active {
-		resetPeakRSS(t.srv.pid())
+		t.resetPeakRSS()
 	}
 	round := cfg.duration / time.Duration(cfg.rounds)
 	for r := range cfg.rounds {
 		for j := range active {
 			t := active[(r+j)%len(active)]
-			before, _ := readProcStat(t.srv.pid())
+			before := t.stat()
 			genBefore, _ := readProcStat(os.Getpid())
 			res := b.load(ctx, sc, reqs[t], round, tallies[t].add)
-			after, _ := readProcStat(t.srv.pid())
+			after := t.stat()
 			genAfter, _ := readProcStat(os.Getpid())
 			tallies[t].addRound(res, after.CPU-before.CPU, genAfter.CPU-genBefore.CPU)
 		}
@@ -218,8 +269,7 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) scenarioReport {
 	for i := range rs.Targets {
 		for _, t := range active {
 			if t.name == rs.Targets[i].Target {
-				st, _ := readProcStat(t.srv.pid())
-				rs.Targets[i] = tallies[t].report(t.name, st.PeakRSSKB)
+				rs.Targets[i] = tallies[t].report(t.name, t.stat().PeakRSSKB)
 			}
 		}
 	}
@@ -227,21 +277,23 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) scenarioReport {
 	return rs
 }
 
-// prepare returns the requester of sc for t after one request that must
-// succeed; for the gateway in a /c1 scenario it first creates the pool of
-// continuing conversations.
+// prepare returns the requester of sc for t after one request to each of
+// its processes that must succeed; for the gateway in a /c1 scenario it first
+// creates the pool of continuing conversations.
 func (b *bench) prepare(ctx context.Context, sc scenario, t *target, rs *scenarioReport) (*requester, error) {
 	cfg := b.cfg
 	req := newRequester(sc, t, cfg, nil)
-	if out := req.do(ctx, 0); out.err != nil {
-		return nil, fmt.Errorf("first request to %s: %w%s", req.url, out.err, hint(out.err))
+	for i := range req.urls {
+		if out := req.do(ctx, i); out.err != nil {
+			return nil, fmt.Errorf("first request to %s: %w%s", strings.Join(req.urls, ", "), out.err, hint(out.err))
+		}
 	}
 	if !sc.c1 || t.name != targetGateway || cfg.c1Continue <= 0 {
 		return req, nil
 	}
 	n := poolSize(cfg)
 	start := time.Now()
-	pool, err := createConversations(ctx, t, sc.name, n, cfg.c1History)
+	pool, err := createConversations(ctx, t, b.runTag+"-"+sc.name, n, cfg.c1History)
 	if err != nil {
 		return nil, fmt.Errorf("creating the continuing conversations: %w%s", err, hint(err))
 	}
@@ -265,29 +317,37 @@ func (b *bench) load(ctx context.Context, sc scenario, req *requester, d time.Du
 // when pool is non-nil), and direct and proxy get the chat completion the
 // gateway would send upstream: the user message alone, or after -c1-history
 // messages.
+//
+// A target of several processes gets them in turn. On /c1 new conversations
+// and turns of pooled ones take turns separately (the pool says where a
+// conversation's turn goes): by request index they would follow the pattern
+// of continuing requests, and with two replicas at -c1-continue 0.5 one would
+// get every new conversation, the other every continued one.
 func newRequester(sc scenario, t *target, cfg config, pool *convPool) *requester {
-	r := &requester{client: t.client, token: t.token, stream: sc.stream, url: t.base + "/v1/chat/completions"}
+	r := &requester{client: t.client, token: t.token, stream: sc.stream, urls: t.urls("/v1/chat/completions")}
+	n := len(r.urls)
 	switch {
 	case !sc.c1:
 		body := v1Body(sc.stream)
-		r.build = func(int) ([]byte, string) { return body, "" }
+		r.build = func(i int) ([]byte, string, int) { return body, "", i % n }
 	case t.name != targetGateway:
 		fresh, cont := chatCompletionBody(0, sc.stream), chatCompletionBody(cfg.c1History, sc.stream)
-		r.build = func(i int) ([]byte, string) {
+		r.build = func(i int) ([]byte, string, int) {
 			if continuing(i, cfg.c1Continue) {
-				return cont, ""
+				return cont, "", i % n
 			}
-			return fresh, ""
+			return fresh, "", i % n
 		}
 	default:
-		r.url = t.base + "/c1/chat"
+		r.urls = t.urls("/c1/chat")
 		fresh := c1Body("", 0, sc.stream)
-		r.build = func(i int) ([]byte, string) {
+		var news atomic.Uint64 // new conversations sent
+		r.build = func(i int) ([]byte, string, int) {
 			if pool != nil && continuing(i, cfg.c1Continue) {
-				id, user := pool.pick()
-				return c1Body(id, cfg.c1History/2, sc.stream), user
+				id, user, proc := pool.pick()
+				return c1Body(id, cfg.c1History/2, sc.stream), user, proc
 			}
-			return fresh, userOf(i)
+			return fresh, userOf(i), int((news.Add(1) - 1) % uint64(n))
 		}
 	}
 	return r

@@ -51,11 +51,12 @@ const (
 // requester sends the requests of one scenario to one target.
 type requester struct {
 	client *http.Client
-	url    string
-	token  string // bearer token; "" sends none
+	urls   []string // the request's URL at each of the target's processes
+	token  string   // bearer token; "" sends none
 	stream bool
-	// build returns request i's body and GW-User-Id ("" sends none).
-	build func(i int) (body []byte, user string)
+	// build returns request i's body, its GW-User-Id ("" sends none) and the
+	// index in urls of the process it goes to.
+	build func(i int) (body []byte, user string, proc int)
 }
 
 // do sends request i and reads its answer to the end. A non-200 status is a
@@ -65,8 +66,8 @@ func (r *requester) do(ctx context.Context, i int) outcome { return r.doWith(ctx
 // doWith is do with onFirst, when not nil, called when a stream's first data
 // event arrives.
 func (r *requester) doWith(ctx context.Context, i int, onFirst func()) outcome {
-	body, user := r.build(i)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
+	body, user, proc := r.build(i)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.urls[proc], bytes.NewReader(body))
 	if err != nil {
 		return outcome{err: err}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/chatgw/gateway"
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/internal/gctune"
+	"github.com/chatgw/gateway/store/pgstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
@@ -43,7 +44,8 @@ func isServeCommand(arg string) bool {
 // serve runs the server subcommand args[0] until ctx ends or stdin reaches
 // end of file (the parent gwbench closes it, or dies). It prints its base URL
 // (http://host:port) as the first line of stdout once it accepts connections.
-func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+// A gateway's PostgreSQL URL is getenv(storeURLEnv).
+func serve(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	name := args[0]
 	fs := flag.NewFlagSet("gwbench "+name, flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
@@ -52,7 +54,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	chunks := fs.Int("chunks", 16, "fake: content chunks of a stream")
 	interval := fs.Duration("interval", 0, "fake: wait between stream events")
 	conns := fs.Int("conns", 1024, "proxy: max idle connections to the upstream")
-	dataDir := fs.String("data-dir", "", "gateway: directory of the bbolt store")
+	dataDir := fs.String("data-dir", "", "gateway: directory of the bbolt store, unless $"+storeURLEnv+" names a PostgreSQL database")
 	token := fs.String("token", "", "gateway: the bearer token")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address too (host:port)")
 	h2c := fs.Bool("h2c", false, "fake: accept h2c (HTTP/2 without TLS) too; proxy, gateway: reach the upstream over h2c")
@@ -77,9 +79,10 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		stopTune := gctune.StartDefault(os.LookupEnv)
 		defer stopTune()
 		var g *gateway.Gateway
-		g, err = newGateway(*up, *dataDir, *token, *h2c)
+		g, cleanup, err = newGateway(ctx, gatewaySetup{upstream: *up, token: *token,
+			dataDir: *dataDir, storeURL: getenv(storeURLEnv), h2c: *h2c})
 		if g != nil {
-			h, cleanup = g, func() { g.Close() }
+			h = g
 		}
 	}
 	if err != nil {
@@ -177,45 +180,72 @@ func newProxy(up string, conns int, h2c bool) (http.Handler, error) {
 	}, nil
 }
 
+// gatewaySetup is what a serve-gateway process is given.
+type gatewaySetup struct {
+	upstream string // the fake's base URL
+	token    string
+	dataDir  string // the bbolt store's directory, when storeURL is ""
+	storeURL string // a PostgreSQL database (store/pgstore)
+	h2c      bool
+}
+
 // newGateway is the gateway as gatewayd builds it, with its real middleware:
 // one tenant_admin token whose rate limit (1e9/s) never bites, the built-in
 // model catalog with the fake as the local backend, the default bbolt store in
-// dataDir and a logger that discards (the log line is still built).
+// s.dataDir or the PostgreSQL store of s.storeURL (whose rate limiter, shared
+// by the replicas, the gateway then uses, as gatewayd's would), and a logger
+// that discards (the log line is still built). closeAll closes the gateway,
+// then the store.
 //
 // With h2c, the gateway's upstream router gets a transport that speaks h2c
 // to the fake (otherwise as the router's own: 256 idle connections per
 // host), as it would speak HTTP/2 over TLS to a cloud backend.
-func newGateway(up, dataDir, token string, h2c bool) (*gateway.Gateway, error) {
-	if token == "" || dataDir == "" || !strings.HasPrefix(up, "http") {
-		return nil, errors.New("-token, -data-dir and -upstream are required")
+func newGateway(ctx context.Context, s gatewaySetup) (g *gateway.Gateway, closeAll func(), err error) {
+	if s.token == "" || (s.dataDir == "") == (s.storeURL == "") || !strings.HasPrefix(s.upstream, "http") {
+		return nil, nil, errors.New("-token, -upstream and either -data-dir or $" + storeURLEnv + " are required")
 	}
 	tokens, err := auth.NewStatic([]*auth.Tenant{{ID: benchTenant}}, map[string]auth.StaticToken{
-		token: {Tenant: benchTenant, Role: auth.RoleTenantAdmin, Rate: &auth.Rate{PerSecond: 1e9, Burst: 1e9}},
+		s.token: {Tenant: benchTenant, Role: auth.RoleTenantAdmin, Rate: &auth.Rate{PerSecond: 1e9, Burst: 1e9}},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	backends := upstream.Backends{LocalURL: strings.TrimSuffix(up, "/") + "/v1"}
+	backends := upstream.Backends{LocalURL: strings.TrimSuffix(s.upstream, "/") + "/v1"}
 	opts := []gateway.Option{
 		gateway.WithTokenCatalog(tokens),
 		gateway.WithBackends(backends),
-		gateway.WithDataDir(dataDir),
 		gateway.WithLogger(slog.New(slog.DiscardHandler)),
 	}
-	if h2c {
+	if s.h2c {
 		cat, err := upstream.DefaultCatalog()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second}
 		useH2C(tr)
 		r, err := upstream.NewRouter(cat, backends, upstream.WithTransport(tr))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		opts = append(opts, gateway.WithCatalog(cat), gateway.WithUpstream(r))
 	}
-	return gateway.New(opts...)
+	if s.storeURL == "" {
+		g, err := gateway.New(append(opts, gateway.WithDataDir(s.dataDir))...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return g, func() { g.Close() }, nil
+	}
+	db, err := pgstore.Open(ctx, s.storeURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("$%s: %w", storeURLEnv, err)
+	}
+	g, err = gateway.New(append(opts, gateway.WithStore(db))...)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return g, func() { g.Close(); db.Close() }, nil
 }
 
 // useH2C makes tr speak HTTP/2 without TLS (prior knowledge) to http:// URLs.

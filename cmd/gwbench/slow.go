@@ -101,6 +101,9 @@ func (b *bench) runSlowStreams(ctx context.Context, exe string) []slowReport {
 }
 
 // startSlowTarget starts a fresh proxy or gateway in front of the slow fake.
+// The gateway is one process on the store of the run, whatever
+// -gateway-replicas says: the scenario measures one process's memory per
+// stream.
 func (b *bench) startSlowTarget(exe, name, fakeURL string, extra []string) (*target, func() error, error) {
 	cfg := b.cfg
 	client := slowClient(cfg)
@@ -110,26 +113,29 @@ func (b *bench) startSlowTarget(exe, name, fakeURL string, extra []string) (*tar
 	case targetProxy:
 		args = append(append([]string{cmdServeProxy}, args...), "-conns", strconv.Itoa(cfg.conns))
 	case targetGateway:
-		dir, err := b.slowDataDir()
-		if err != nil {
-			return nil, nil, err
-		}
 		t.token = "gwbench_slow_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		args = append(append([]string{cmdServeGateway}, args...), "-data-dir", dir, "-token", t.token)
+		args = append(append([]string{cmdServeGateway}, args...), "-token", t.token)
+		if b.storeURL == "" {
+			dir, err := b.slowDataDir()
+			if err != nil {
+				return nil, nil, err
+			}
+			args = append(args, "-data-dir", dir)
+		}
 		if cfg.gatewayPprof != "" {
 			args = append(args, "-pprof", cfg.gatewayPprof)
 		}
 	}
 	var env []string
 	if name == targetGateway {
-		env = cfg.gatewayEnv
+		env = b.gatewayEnv()
 	}
 	srv, err := startServer(exe, append(args, extra...), env, b.log)
 	if err != nil {
 		return nil, nil, err
 	}
-	t.srv, t.base = srv, srv.url
-	fmt.Fprintf(b.log, "gwbench: %s: %s at %s (pid %d)\n", scenarioSlowStreams, name, t.base, srv.pid())
+	t.procs = []*server{srv}
+	fmt.Fprintf(b.log, "gwbench: %s: %s at %s (pid %d)\n", scenarioSlowStreams, name, srv.url, srv.pid())
 	return t, func() error { client.CloseIdleConnections(); return srv.stop() }, nil
 }
 
@@ -169,7 +175,7 @@ func slowClient(cfg config) *http.Client {
 // fills rep.
 func (b *bench) slowStreams(ctx context.Context, t *target, rep *slowReport) {
 	cfg := b.cfg
-	pid := t.srv.pid()
+	pid := t.procs[0].pid()
 	time.Sleep(500 * time.Millisecond) // let the server settle
 	if st, err := readProcStat(pid); err == nil {
 		rep.IdleRSSMB = mb(st.RSSKB)

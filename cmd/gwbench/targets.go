@@ -23,13 +23,45 @@ const (
 var allTargets = []string{targetDirect, targetProxy, targetGateway}
 
 // target is one system under test: where to send requests, with which client,
-// and the server process whose CPU time and memory are its cost.
+// and the server processes whose CPU time and memory are its cost.
 type target struct {
-	name   string
-	base   string // http://host:port
-	srv    *server
+	name string
+	// procs serve the target: one process, or the gateway's replicas, which
+	// the requests take in turn.
+	procs  []*server
 	client *http.Client
 	token  string // the gateway's bearer token; "" for the others
+}
+
+// urls returns the URL of path at each of t's processes.
+func (t *target) urls(path string) []string {
+	out := make([]string, len(t.procs))
+	for i, s := range t.procs {
+		out[i] = s.url + path
+	}
+	return out
+}
+
+// stat reads t's processes in /proc and sums them: CPU time, RSS, and the
+// peak RSS as the sum of each process's high-water mark (an upper bound of
+// the peak of their total, which /proc does not keep). A process that cannot
+// be read counts as 0.
+func (t *target) stat() procStat {
+	var sum procStat
+	for _, s := range t.procs {
+		st, _ := readProcStat(s.pid())
+		sum.CPU += st.CPU
+		sum.RSSKB += st.RSSKB
+		sum.PeakRSSKB += st.PeakRSSKB
+	}
+	return sum
+}
+
+// resetPeakRSS resets the high-water mark of each of t's processes.
+func (t *target) resetPeakRSS() {
+	for _, s := range t.procs {
+		resetPeakRSS(s.pid())
+	}
 }
 
 // newClient returns the load generator's client of one target: its own

@@ -20,6 +20,9 @@
 // The server is tuned for tests, not for keeping data: fsync is off (a clean
 // Stop and Start keep everything; a crash of the machine would not), and
 // deadlock_timeout is 50ms so that deadlock tests do not wait a second.
+//
+// Programs that are not tests (cmd/gwbench) start a cluster with NewCluster,
+// optionally Durable (fsync on, for measurements), and remove it with Close.
 package pgtest
 
 import (
@@ -59,6 +62,8 @@ type Cluster struct {
 	bin string // directory of initdb and postgres
 	dir string // temporary directory: data/, postgres.log, the unix socket
 	as  *account
+	// durable keeps fsync and full_page_writes on (Config.Durable).
+	durable bool
 
 	mu     sync.Mutex
 	port   int
@@ -72,40 +77,95 @@ type Cluster struct {
 // cleanup. It skips t when PostgreSQL's binaries cannot be found.
 func New(t testing.TB) *Cluster {
 	t.Helper()
+	c, err := NewCluster(Config{})
+	if errors.Is(err, ErrUnavailable) {
+		t.Skip(err.Error())
+	}
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(c.remove)
+	return c
+}
+
+// ErrUnavailable is wrapped by the error of NewCluster when no server can be
+// started here: PostgreSQL's binaries cannot be found, the platform is not
+// supported, or there is no user to run the server as. Its message says how to
+// install PostgreSQL. New skips the test on it.
+var ErrUnavailable = errors.New("pgtest: no PostgreSQL server can be started here")
+
+// unavailable is an error of NewCluster that wraps ErrUnavailable and reads
+// as its cause alone, which says what to install.
+type unavailable struct{ err error }
+
+func (u unavailable) Error() string   { return u.err.Error() }
+func (u unavailable) Unwrap() []error { return []error{ErrUnavailable, u.err} }
+
+// Config is what differs between clusters. The zero value is the cluster of
+// New: tuned for tests.
+type Config struct {
+	// Durable keeps PostgreSQL's defaults of fsync and full_page_writes (on):
+	// every commit waits for its WAL on disk, as on a production server. For
+	// measurements that compare with bbolt's synced commits; tests leave it
+	// off.
+	Durable bool
+}
+
+// NewCluster initializes and starts a cluster for a caller that is not a test
+// (a benchmark, a tool): the caller stops it and removes its directory with
+// Close. Its error wraps ErrUnavailable when no server can be started here.
+func NewCluster(cfg Config) (*Cluster, error) {
 	bin, err := findBin()
+	if err == nil {
+		err = platformSupported()
+	}
+	var as *account
+	if err == nil {
+		as, err = serverAccount()
+	}
 	if err != nil {
-		t.Skip(err.Error())
+		return nil, unavailable{err}
 	}
-	if err := platformSupported(); err != nil {
-		t.Skip(err.Error())
-	}
-	as, err := serverAccount()
-	if err != nil {
-		t.Skip(err.Error())
-	}
-	// Not t.TempDir: its parents are private to the test's user, and the
-	// socket path must stay short (107 bytes). Another user's server gets a
-	// directory under /tmp, which every user may reach.
+	// Not a test's t.TempDir: its parents are private to the test's user,
+	// and the socket path must stay short (107 bytes). Another user's server
+	// gets a directory under /tmp, which every user may reach.
 	parent := ""
 	if as != nil {
 		parent = "/tmp"
 	}
 	dir, err := os.MkdirTemp(parent, "pgtest-")
 	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return nil, err
 	}
-	c := &Cluster{bin: bin, dir: dir, as: as}
-	t.Cleanup(c.remove)
-	if as != nil {
-		if err := os.Chown(dir, as.uid, as.gid); err != nil {
-			t.Fatalf("pgtest: %v", err)
+	c := &Cluster{bin: bin, dir: dir, as: as, durable: cfg.Durable}
+	if err := c.create(); err != nil {
+		c.remove()
+		return nil, err
+	}
+	return c, nil
+}
+
+// create initializes the data directory and starts the server.
+func (c *Cluster) create() error {
+	if c.as != nil {
+		if err := os.Chown(c.dir, c.as.uid, c.as.gid); err != nil {
+			return err
 		}
 	}
 	if err := c.initdb(); err != nil {
-		t.Fatalf("pgtest: %v", err)
+		return err
 	}
-	c.Start(t)
-	return c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.startFree()
+}
+
+// Close stops the server at once and removes its directory, data included.
+// It is for clusters of NewCluster (New's are closed at the test's
+// cleanup); calling it again does nothing.
+func (c *Cluster) Close() error {
+	c.remove()
+	return nil
 }
 
 // URL returns the connection URL of database db of the cluster, over TCP on
@@ -127,17 +187,32 @@ func (c *Cluster) Port() int {
 func (c *Cluster) NewDatabase(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("%s_%d", dbName(t.Name()), c.dbs.Add(1))
-	conn := c.Conn(t, "postgres")
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	url, err := c.CreateDatabase(ctx, name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return url
+}
+
+// CreateDatabase creates a new empty database called name and returns its
+// URL. It is NewDatabase for callers that are not tests.
+func (c *Cluster) CreateDatabase(ctx context.Context, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
 	defer conn.Close(context.Background())
 	// FILE_COPY (PostgreSQL 15 and later) copies the template's files instead
 	// of logging every block: faster for a small database, with fsync off.
 	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(context.Background(), create+" STRATEGY FILE_COPY"); err != nil {
-		if _, err := conn.Exec(context.Background(), create); err != nil {
-			t.Fatalf("pgtest: create database %s: %v", name, err)
+	if _, err := conn.Exec(ctx, create+" STRATEGY FILE_COPY"); err != nil {
+		if _, err := conn.Exec(ctx, create); err != nil {
+			return "", fmt.Errorf("create database %s: %w", name, err)
 		}
 	}
-	return c.URL(name)
+	return c.URL(name), nil
 }
 
 // Conn returns a superuser connection to database db, closed at t's cleanup
@@ -163,25 +238,30 @@ func (c *Cluster) Start(t testing.TB) {
 	if c.proc != nil {
 		t.Fatal("pgtest: Start: the server is running")
 	}
+	if err := c.startFree(); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+}
+
+// startFree starts the server on c.port, or on a free port when it has none
+// yet, and waits until it accepts connections. The caller holds c.mu.
+func (c *Cluster) startFree() error {
 	// A free port can be taken between the probe and the server's bind: try
 	// another one then (a restart keeps its port).
 	for try := 0; ; try++ {
 		if c.port == 0 {
 			p, err := freePort()
 			if err != nil {
-				t.Fatalf("pgtest: %v", err)
+				return err
 			}
 			c.port = p
 		}
 		err := c.startLocked()
-		if err == nil {
-			return
-		}
 		if errors.Is(err, errBind) && try < 5 {
 			c.port = 0
 			continue
 		}
-		t.Fatalf("pgtest: %v", err)
+		return err
 	}
 }
 
@@ -245,11 +325,12 @@ func (c *Cluster) startLocked() error {
 		"-p", strconv.Itoa(c.port),
 		"-k", c.dir,
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "fsync=off",
-		"-c", "full_page_writes=off",
 		"-c", "deadlock_timeout=50ms",
 		"-c", "max_connections=200",
 	)
+	if !c.durable {
+		cmd.Args = append(cmd.Args, "-c", "fsync=off", "-c", "full_page_writes=off")
+	}
 	c.prepare(cmd)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	before := c.Log()

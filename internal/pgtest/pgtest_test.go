@@ -2,8 +2,10 @@ package pgtest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatgw/gateway/internal/pgtest"
@@ -54,4 +56,43 @@ func dbOf(url string) string {
 		panic(err)
 	}
 	return cfg.Database
+}
+
+func TestNewClusterDurable(t *testing.T) {
+	c, err := pgtest.NewCluster(pgtest.Config{Durable: true})
+	if errors.Is(err, pgtest.ErrUnavailable) {
+		t.Skip(err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	url, err := c.CreateDatabase(ctx, "durable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, setting := range []string{"fsync", "full_page_writes"} {
+		var v string
+		if err := conn.QueryRow(ctx, "SHOW "+setting).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, setting+"="+v)
+	}
+	conn.Close(ctx)
+	if diff := cmp.Diff([]string{"fsync=on", "full_page_writes=on"}, got); diff != "" {
+		t.Errorf("settings of a durable cluster mismatch (-want +got):\n%s", diff)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if conn, err := pgx.Connect(ctx, url+"&connect_timeout=1"); err == nil {
+		conn.Close(ctx)
+		t.Errorf("connected to %s after Close", url)
+	}
 }

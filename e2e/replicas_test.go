@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -196,4 +197,43 @@ func TestDatabaseDown(t *testing.T) {
 			t.Errorf("%s: /c1 does not work again after the database is back", g.Base)
 		}
 	}
+}
+
+// TestReplicasShareRuns: a coding-agent run started through one replica is
+// read (with its live output) and cancelled through another (issue 13: "a
+// run started on one replica can be cancelled on the other").
+func TestReplicasShareRuns(t *testing.T) {
+	t.Parallel()
+	sh := lookPath(t, "/bin/sh")
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	writeFile(t, script, "echo started $GW_RUN_ID\nexec sleep 30\n")
+	gs := replicas(t, 2, func(_ int, s *setup) {
+		s.Tokens = a1TokenFile()
+		s.Env["GATEWAY_CODING_AGENT_CMD"] = sh + " " + script
+		s.Env["TMPDIR"] = t.TempDir()
+	})
+	a, b := gs[0], gs[1]
+	id := str(a1Must(t, a.post(t, "/a1/runs", tokMember, "alice", runBody(a1Repo, "FLEET-1"))).JSON()["id"])
+	run := a1WaitRun(t, b, "alice", id, "running")
+	if run["started_at"] == nil {
+		t.Errorf("replica b reads run %v without started_at", run)
+	}
+	wantErr(t, b.post(t, "/a1/runs", tokMember, "bob", runBody(a1Repo, "FLEET-1")), 409, "conflict_error", "agent_busy", noParam,
+		"spec Codes agent_busy: across replicas")
+	ok := waitFor(10*time.Second, func() bool {
+		return strings.Contains(str(b.get(t, "/a1/runs/"+id, tokMember, "alice").JSON()["output"]), "started "+id)
+	})
+	if !ok {
+		t.Errorf("replica b never shows the output of the run replica a runs: %s", b.get(t, "/a1/runs/"+id, tokMember, "alice"))
+	}
+	r := b.post(t, "/a1/runs/"+id+"/cancel", tokMember, "alice", nil)
+	if wantStatus(t, r, 200, "DECISIONS 8.26 cancel, through the other replica") && r.JSON()["status"] != "cancelled" {
+		t.Errorf("cancel through replica b answered %s, want status cancelled", r.Body)
+	}
+	for _, g := range gs {
+		a1WaitRun(t, g, "alice", id, "cancelled")
+	}
+	// The work item is free again on either replica.
+	id2 := str(a1Must(t, b.post(t, "/a1/runs", tokMember, "alice", runBody(a1Repo, "FLEET-1"))).JSON()["id"])
+	a1WaitRun(t, a, "alice", id2, "running")
 }

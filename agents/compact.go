@@ -86,10 +86,7 @@ func (s *Service) summarise(ctx context.Context, rn *run, prev string, older []j
 	}
 	t.WriteString("Conversation:\n")
 	for _, m := range older {
-		var msg struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		}
+		var msg wire.Message
 		_ = json.Unmarshal(m, &msg)
 		t.WriteString(msg.Role)
 		t.WriteString(": ")
@@ -97,7 +94,7 @@ func (s *Service) summarise(ctx context.Context, rn *run, prev string, older []j
 		t.WriteString("\n")
 	}
 	msgs := []json.RawMessage{wire.TextMessage("system", summaryInstructions), wire.TextMessage("user", t.String())}
-	body, err := json.Marshal(roundBody{Model: rn.agent.Model, Messages: msgs})
+	body, err := json.Marshal(wire.Request{Model: rn.agent.Model, Messages: msgs})
 	if err != nil {
 		return "", errcat.Internal(err)
 	}
@@ -123,11 +120,8 @@ func transcriptText(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
+	var parts []wire.ContentPart
+	_ = json.Unmarshal(raw, &parts) // what decoded is rendered
 	var b strings.Builder
 	for i, p := range parts {
 		if i > 0 {

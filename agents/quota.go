@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/chatgw/gateway/internal/preflight"
-	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/quota"
 )
 
@@ -24,12 +23,4 @@ func (s *Service) admit(rn *run) (*quota.Ticket, error) {
 // preflight.BytesPerToken, counting the whole JSON message, which errs high.
 func messageTokens(msg json.RawMessage) int {
 	return preflight.TokensPerMessage + (len(msg)+preflight.BytesPerToken-1)/preflight.BytesPerToken
-}
-
-// usedTokens reads an answer's usage object as the relay does:
-// usage.total_tokens, or -1 when it is absent or unreadable (Settle then
-// charges the whole reservation).
-func usedTokens(usage json.RawMessage) int64 {
-	c := relay.Capture{Usage: usage}
-	return c.UsedTokens()
 }

@@ -279,10 +279,7 @@ func userMessage(raw json.RawMessage) (json.RawMessage, error) {
 	default:
 		return nil, errcat.New(errcat.InvalidField, "body.message", "message must be a string or an array of content parts.")
 	}
-	b, err := json.Marshal(struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}{"user", raw})
+	b, err := wire.UserMessage(raw)
 	if err != nil {
 		return nil, errcat.Internal(err)
 	}

@@ -18,20 +18,6 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// upstreamBody is the OpenAI chat-completions request built for a turn.
-type upstreamBody struct {
-	Model          string               `json:"model"`
-	Messages       []json.RawMessage    `json:"messages"`
-	Stream         bool                 `json:"stream"`
-	StreamOptions  *relay.StreamOptions `json:"stream_options,omitempty"`
-	MaxTokens      *int32               `json:"max_tokens,omitempty"`
-	Temperature    *float64             `json:"temperature,omitempty"`
-	Tools          json.RawMessage      `json:"tools,omitempty"`
-	ToolChoice     json.RawMessage      `json:"tool_choice,omitempty"`
-	ResponseFormat json.RawMessage      `json:"response_format,omitempty"`
-	Attachments    json.RawMessage      `json:"attachments,omitempty"`
-}
-
 // turn is one request: its checked body and what it resolved to.
 type turn struct {
 	principal        *auth.Principal // who calls: looked up once, in readTurn
@@ -187,7 +173,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	if t.userMsg, err = userMessage(q.Message, t.images); err != nil {
 		return nil, errcat.Internal(err)
 	}
-	body, err := json.Marshal(upstreamBody{
+	body, err := json.Marshal(wire.Request{
 		Model:          t.alias,
 		Messages:       append(sent[:len(sent):len(sent)], t.userMsg),
 		Stream:         t.stream,

@@ -50,23 +50,16 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	// The reply is captured to be stored, and for its usage when a quota
-	// applies (only the usage of an ephemeral turn, which stores nothing).
+	// The reply is captured to be stored; the relay settles the ticket to its
+	// usage (capturing only the usage of an ephemeral turn, which stores
+	// nothing). The first of Settle and Cancel ends a ticket, so this Cancel
+	// releases it only when there is no answer to relay: the upstream call
+	// failed.
 	var capture *relay.Capture
-	switch {
-	case !t.ephemeral:
+	if !t.ephemeral {
 		capture = new(relay.Capture)
-	case ticket != nil:
-		capture = &relay.Capture{UsageOnly: true}
 	}
-	answered := false // upstream.Do succeeded: the upstream spent tokens
-	defer func() {
-		if answered {
-			ticket.Settle(capture.UsedTokens())
-		} else {
-			ticket.Cancel()
-		}
-	}()
+	defer ticket.Cancel()
 	resp, err := s.upstream.Do(r.Context(), &upstream.Request{
 		Alias:     t.alias,
 		Path:      "/chat/completions",
@@ -78,7 +71,6 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	answered = true
 	var notices []relay.Notice
 	if t.trimmed {
 		notices = append(notices, relay.Notice{Code: relay.NoticeHistoryTrimmed, Message: fmt.Sprintf(
@@ -92,6 +84,7 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		Notices:   notices,
 		Applied:   pf.Applied(),
 		Capture:   capture,
+		Ticket:    ticket,
 		Model:     t.alias,
 		Clock:     s.clock,
 		Keepalive: s.keepalive,

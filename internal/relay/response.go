@@ -33,6 +33,13 @@ const maxEventSize = 1 << 20
 // Response returns without writing more. Headers the caller set on w are sent
 // with a successful answer.
 func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, opts Options) Result {
+	if ticket := opts.Ticket; ticket != nil {
+		if opts.Capture == nil {
+			opts.Capture = &Capture{UsageOnly: true}
+		}
+		capture := opts.Capture
+		defer func() { ticket.Settle(capture.UsedTokens()) }()
+	}
 	body := closeOnce(resp.Body)
 	defer body.Close()
 	stop := context.AfterFunc(r.Context(), func() { body.Close() })

@@ -26,7 +26,7 @@ const summaryInstructions = "You summarise conversations between a user and an a
 // 409 session_compact_conflict. When the summarisation call fails its error is
 // answered and nothing changes.
 func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
-	p, a, user, err := s.writeTarget(r)
+	t, err := s.writeTarget(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -36,8 +36,8 @@ func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	ctx, tenant, sid := r.Context(), p.Tenant.ID, httpx.Param(r, "sid")
-	rec, msgs, err := s.loadSession(ctx, tenant, user, a, sid, true)
+	ctx, tenant, sid := r.Context(), t.tenant(), httpx.Param(r, "sid")
+	rec, msgs, err := s.loadSession(ctx, tenant, t.user, t.agent, sid, true)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -52,7 +52,7 @@ func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
 			"Session %s has %d messages; compaction needs more than compact_keep_last_n (%d).", sid, len(msgs), n))
 		return
 	}
-	rn := &run{agent: a, principal: p, user: user, requestID: httpx.InfoFrom(ctx).RequestID}
+	rn := &run{agent: t.agent, principal: t.principal, user: t.user, requestID: httpx.InfoFrom(ctx).RequestID}
 	summary, err := s.summarise(ctx, rn, rec.Summary, msgs[:len(msgs)-n])
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -62,7 +62,7 @@ func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
 	// did not move.
 	now := max(s.clock.Now().UnixNano(), rec.CreatedAt+1)
 	succ := &sessionRecord{
-		ID: newSessionID(), AgentName: a.Name, UserID: rec.UserID, Status: StatusLive,
+		ID: newSessionID(), AgentName: t.agent.Name, UserID: rec.UserID, Status: StatusLive,
 		CompactKeepLastN: n, PredecessorID: rec.ID, Summary: summary,
 		CreatedAt: now, UpdatedAt: now,
 	}

@@ -94,13 +94,8 @@ func (s *Service) summarise(ctx context.Context, rn *run, prev string, older []j
 		t.WriteString("\n")
 	}
 	msgs := []json.RawMessage{wire.TextMessage("system", summaryInstructions), wire.TextMessage("user", t.String())}
-	body, err := json.Marshal(wire.Request{Model: rn.agent.Model, Messages: msgs})
-	if err != nil {
-		return "", errcat.Internal(err)
-	}
-	pf, err := preflight.Check(ctx, &preflight.Request{
-		Body: body, Tenant: rn.principal.Tenant, Catalog: s.catalog, ParamPrefix: "body.",
-	})
+	pf, err := preflight.CheckBuilt(ctx, &wire.Request{Model: rn.agent.Model, Messages: msgs},
+		&preflight.Request{Tenant: rn.principal.Tenant, Catalog: s.catalog})
 	if err != nil {
 		return "", err
 	}

@@ -112,15 +112,9 @@ func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, de
 		first = append(first, wire.TextMessage("system", sp))
 	}
 	first = append(first, msgs...)
-	body, err := json.Marshal(wire.Request{Model: a.Model, Messages: first, Stream: rn.stream, Tools: defs})
-	if err != nil {
-		return nil, errcat.Internal(err)
-	}
-	pf, err := preflight.Check(ctx, &preflight.Request{
-		Body:         body,
+	pf, err := preflight.CheckBuilt(ctx, &wire.Request{Model: a.Model, Messages: first, Stream: rn.stream, Tools: defs}, &preflight.Request{
 		Tenant:       rn.principal.Tenant,
 		Catalog:      s.catalog,
-		ParamPrefix:  "body.",
 		CloudConsent: rn.consent,
 		System:       preflight.Injector(s.inject, rn.principal.Tenant.ID, rn.user),
 	})

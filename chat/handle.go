@@ -166,7 +166,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	if t.userMsg, err = userMessage(q.Message, t.images); err != nil {
 		return nil, errcat.Internal(err)
 	}
-	body, err := json.Marshal(wire.Request{
+	pf, err := preflight.CheckBuilt(ctx, &wire.Request{
 		Model:          t.alias,
 		Messages:       append(sent[:len(sent):len(sent)], t.userMsg),
 		Stream:         t.stream,
@@ -177,15 +177,9 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 		ToolChoice:     nonNull(q.ToolChoice),
 		ResponseFormat: nonNull(q.ResponseFormat),
 		Attachments:    nonNull(q.Attachments),
-	})
-	if err != nil {
-		return nil, errcat.Internal(err)
-	}
-	pf, err := preflight.Check(ctx, &preflight.Request{
-		Body:         body,
+	}, &preflight.Request{
 		Tenant:       t.principal.Tenant,
 		Catalog:      s.catalog,
-		ParamPrefix:  "body.",
 		System:       func(context.Context) (string, error) { return st.system, nil },
 		CloudConsent: r.Header.Get(preflight.HeaderCloudConsent),
 		Consents:     s.consents,

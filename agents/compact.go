@@ -37,13 +37,9 @@ func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, tenant, sid := r.Context(), t.tenant(), httpx.Param(r, "sid")
-	rec, msgs, err := s.loadSession(ctx, tenant, t.user, t.agent, sid, true)
+	rec, msgs, err := s.loadLive(ctx, tenant, t.user, t.agent, sid)
 	if err != nil {
 		httpx.WriteError(w, r, err)
-		return
-	}
-	if rec.Status != StatusLive {
-		httpx.WriteError(w, r, errArchived(rec))
 		return
 	}
 	n := rec.CompactKeepLastN

@@ -202,13 +202,9 @@ func (s *Service) PostMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	rn.stream = q.Stream != nil && *q.Stream
 	tenant, sid := rn.principal.Tenant.ID, httpx.Param(r, "sid")
-	rec, stored, err := s.loadSession(r.Context(), tenant, rn.user, rn.agent, sid, true)
+	rec, stored, err := s.loadLive(r.Context(), tenant, rn.user, rn.agent, sid)
 	if err != nil {
 		httpx.WriteError(w, r, err)
-		return
-	}
-	if rec.Status != StatusLive {
-		httpx.WriteError(w, r, errArchived(rec))
 		return
 	}
 	if err := s.checkTools(rn.agent); err != nil {
@@ -306,6 +302,19 @@ func (s *Service) target(r *http.Request, read bool) (target, error) {
 		return target{}, err
 	}
 	return target{principal: p, agent: a, user: user}, nil
+}
+
+// loadLive is loadSession with the messages, for a write: an archived
+// session is 409 session_compact_conflict naming its successor (errArchived).
+func (s *Service) loadLive(ctx context.Context, tenant, user string, a *Agent, sid string) (*sessionRecord, []json.RawMessage, error) {
+	rec, msgs, err := s.loadSession(ctx, tenant, user, a, sid, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec.Status != StatusLive {
+		return nil, nil, errArchived(rec)
+	}
+	return rec, msgs, nil
 }
 
 // loadSession returns session sid as user (any user of the tenant when user

@@ -17,6 +17,7 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -100,13 +101,21 @@ func (q Request) Build() (*http.Request, error) {
 	for k, vs := range q.Header {
 		r.Header[http.CanonicalHeaderKey(k)] = vs
 	}
+	return r.WithContext(Context(r.Context(), q.Principal)), nil
+}
+
+// Context returns ctx carrying what the root's middleware gives a request
+// before its handler runs: an httpx.Info (request id RequestID, a logger that
+// discards) and p, unless p is nil. Build uses it; a test serving real HTTP
+// calls it on the request its server gets.
+func Context(ctx context.Context, p *auth.Principal) context.Context {
 	info := new(httpx.Info)
 	info.Init(RequestID, slog.New(slog.DiscardHandler))
-	ctx := httpx.WithInfo(r.Context(), info)
-	if q.Principal != nil {
-		ctx = auth.NewContext(ctx, q.Principal)
+	ctx = httpx.WithInfo(ctx, info)
+	if p != nil {
+		ctx = auth.NewContext(ctx, p)
 	}
-	return r.WithContext(ctx), nil
+	return ctx
 }
 
 // NewRequest is Build for the test's goroutine: it fails t when q.Body does
@@ -118,6 +127,14 @@ func NewRequest(t testing.TB, q Request) *http.Request {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// Record serves r, a request built already, through h and returns what h
+// wrote.
+func Record(h http.HandlerFunc, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h(w, r)
+	return w
 }
 
 // Serve builds q (see Build), serves it through h and returns what h wrote.

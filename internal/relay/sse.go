@@ -77,6 +77,9 @@ func (s *SSE) Comment(text string) error {
 	return s.flush()
 }
 
+// noticeChunk is the data of a gw.notice event. It does not embed wire.Meta:
+// its members keep the order id, object, created, model that clients have
+// seen (testdata/stream.golden), and Meta's is id, model, created.
 type noticeChunk struct {
 	ID      string   `json:"id"`
 	Object  string   `json:"object"`

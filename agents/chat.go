@@ -104,13 +104,10 @@ func decodeMessages(raw json.RawMessage) ([]json.RawMessage, error) {
 }
 
 // relay sends the final answer with the run's notices; with commit, the turn
-// is stored (through relay.Options.Commit) before it is acknowledged. The final
-// round's quota ticket, if still open, is settled to the usage the relay saw
-// (the whole reservation without one).
+// is stored (through relay.Options.Commit) before it is acknowledged. The
+// relay settles the final round's quota ticket, if still open, to the usage it
+// saw (the whole reservation without one).
 func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *final, capture *relay.Capture, commit func(context.Context) error) {
-	if capture == nil && fin.ticket != nil {
-		capture = &relay.Capture{UsageOnly: true} // constant memory: nothing is stored
-	}
 	notices := rn.notices
 	if rn.fallback != nil {
 		notices = append(notices, relay.BackendFallback(rn.fallback))
@@ -120,6 +117,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *fi
 		Notices:   notices,
 		Applied:   rn.applied,
 		Capture:   capture,
+		Ticket:    fin.ticket,
 		Keepalive: s.keepalive,
 		Model:     rn.alias,
 		Clock:     s.clock,
@@ -127,7 +125,6 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, rn *run, fin *fi
 		Commit:    commit,
 	}
 	res := relay.Response(w, r, fin.resp, opts)
-	fin.ticket.Settle(r.Context(), capture.UsedTokens())
 	if !res.Complete {
 		level := slog.LevelInfo
 		if res.Committed {

@@ -26,7 +26,7 @@ const summaryInstructions = "You summarise conversations between a user and an a
 // 409 session_compact_conflict. When the summarisation call fails its error is
 // answered and nothing changes.
 func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
-	p, a, user, err := s.writeTarget(r)
+	t, err := s.writeTarget(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -36,14 +36,10 @@ func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	ctx, tenant, sid := r.Context(), p.Tenant.ID, httpx.Param(r, "sid")
-	rec, msgs, err := s.loadSession(ctx, tenant, user, a, sid, true)
+	ctx, tenant, sid := r.Context(), t.tenant(), httpx.Param(r, "sid")
+	rec, msgs, err := s.loadLive(ctx, tenant, t.user, t.agent, sid)
 	if err != nil {
 		httpx.WriteError(w, r, err)
-		return
-	}
-	if rec.Status != StatusLive {
-		httpx.WriteError(w, r, errArchived(rec))
 		return
 	}
 	n := rec.CompactKeepLastN
@@ -52,7 +48,7 @@ func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
 			"Session %s has %d messages; compaction needs more than compact_keep_last_n (%d).", sid, len(msgs), n))
 		return
 	}
-	rn := &run{agent: a, principal: p, user: user, requestID: httpx.InfoFrom(ctx).RequestID}
+	rn := &run{agent: t.agent, principal: t.principal, user: t.user, requestID: httpx.InfoFrom(ctx).RequestID}
 	summary, err := s.summarise(ctx, rn, rec.Summary, msgs[:len(msgs)-n])
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -62,7 +58,7 @@ func (s *Service) Compact(w http.ResponseWriter, r *http.Request) {
 	// did not move.
 	now := max(s.clock.Now().UnixNano(), rec.CreatedAt+1)
 	succ := &sessionRecord{
-		ID: newSessionID(), AgentName: a.Name, UserID: rec.UserID, Status: StatusLive,
+		ID: newSessionID(), AgentName: t.agent.Name, UserID: rec.UserID, Status: StatusLive,
 		CompactKeepLastN: n, PredecessorID: rec.ID, Summary: summary,
 		CreatedAt: now, UpdatedAt: now,
 	}
@@ -86,10 +82,7 @@ func (s *Service) summarise(ctx context.Context, rn *run, prev string, older []j
 	}
 	t.WriteString("Conversation:\n")
 	for _, m := range older {
-		var msg struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		}
+		var msg wire.Message
 		_ = json.Unmarshal(m, &msg)
 		t.WriteString(msg.Role)
 		t.WriteString(": ")
@@ -97,13 +90,8 @@ func (s *Service) summarise(ctx context.Context, rn *run, prev string, older []j
 		t.WriteString("\n")
 	}
 	msgs := []json.RawMessage{wire.TextMessage("system", summaryInstructions), wire.TextMessage("user", t.String())}
-	body, err := json.Marshal(roundBody{Model: rn.agent.Model, Messages: msgs})
-	if err != nil {
-		return "", errcat.Internal(err)
-	}
-	pf, err := preflight.Check(ctx, &preflight.Request{
-		Body: body, Tenant: rn.principal.Tenant, Catalog: s.catalog, ParamPrefix: "body.",
-	})
+	pf, err := preflight.CheckBuilt(ctx, &wire.Request{Model: rn.agent.Model, Messages: msgs},
+		&preflight.Request{Tenant: rn.principal.Tenant, Catalog: s.catalog})
 	if err != nil {
 		return "", err
 	}
@@ -123,11 +111,8 @@ func transcriptText(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
+	var parts []wire.ContentPart
+	_ = json.Unmarshal(raw, &parts) // what decoded is rendered
 	var b strings.Builder
 	for i, p := range parts {
 		if i > 0 {

@@ -69,34 +69,15 @@ func (f *final) close() {
 	f.ticket.Settle(context.Background(), -1)
 }
 
-// roundBody is the upstream request of one round.
-type roundBody struct {
-	Model    string            `json:"model"`
-	Messages []json.RawMessage `json:"messages"`
-	Stream   bool              `json:"stream"`
-	// StreamOptions asks a streamed round for its usage (quota settlement).
-	StreamOptions *relay.StreamOptions `json:"stream_options,omitempty"`
-	Tools         []toolDef            `json:"tools,omitempty"`
-}
-
-// toolDef is an OpenAI function-tool definition.
-type toolDef struct {
-	Type     string      `json:"type"`
-	Function toolDefFunc `json:"function"`
-}
-
-type toolDefFunc struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
 // converse runs the agent's tool loop over msgs (OpenAI chat messages without
 // the agent's system prompt) and returns the last round's answer. Every error
 // is an *errcat.Error: the pre-flight checks' (on the first round's body), or
 // an upstream failure mapped as on /v1.
 func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage) (*final, error) {
-	defs := s.toolDefs(rn.agent)
+	defs, err := s.toolDefs(rn.agent)
+	if err != nil {
+		return nil, errcat.Internal(err)
+	}
 	history, err := s.check(ctx, rn, msgs, defs)
 	if err != nil {
 		return nil, err
@@ -125,22 +106,16 @@ func (s *Service) converse(ctx context.Context, rn *run, msgs []json.RawMessage)
 // check runs the pre-flight checks on the first round (the agent's system
 // prompt, msgs and the tool definitions), records on rn what they resolved,
 // and returns the checked history the loop continues from.
-func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, defs []toolDef) ([]json.RawMessage, error) {
+func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, defs json.RawMessage) ([]json.RawMessage, error) {
 	a := rn.agent
 	var first []json.RawMessage
 	if sp := a.systemPrompt(); sp != "" {
 		first = append(first, wire.TextMessage("system", sp))
 	}
 	first = append(first, msgs...)
-	body, err := json.Marshal(roundBody{Model: a.Model, Messages: first, Stream: rn.stream, Tools: defs})
-	if err != nil {
-		return nil, errcat.Internal(err)
-	}
-	pf, err := preflight.Check(ctx, &preflight.Request{
-		Body:         body,
+	pf, err := preflight.CheckBuilt(ctx, &wire.Request{Model: a.Model, Messages: first, Stream: rn.stream, Tools: defs}, &preflight.Request{
 		Tenant:       rn.principal.Tenant,
 		Catalog:      s.catalog,
-		ParamPrefix:  "body.",
 		CloudConsent: rn.consent,
 		System:       preflight.Injector(s.inject, rn.principal.Tenant.ID, rn.user),
 	})
@@ -249,10 +224,11 @@ func indexOf(ns []relay.Notice, code string) int {
 	return -1
 }
 
-// toolDefs returns the agent's registered tools as OpenAI tool definitions, in
-// the agent's order.
-func (s *Service) toolDefs(a *Agent) []toolDef {
-	var defs []toolDef
+// toolDefs returns the agent's registered tools as the tools member of a
+// request, OpenAI tool definitions in the agent's order, or nil when it has
+// none.
+func (s *Service) toolDefs(a *Agent) (json.RawMessage, error) {
+	var defs []wire.Tool
 	for _, name := range a.Tools {
 		t, ok := s.tools.Lookup(name)
 		if !ok {
@@ -262,9 +238,16 @@ func (s *Service) toolDefs(a *Agent) []toolDef {
 		if params == nil {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		defs = append(defs, toolDef{Type: "function", Function: toolDefFunc{Name: t.Name, Description: t.Description, Parameters: params}})
+		defs = append(defs, wire.Tool{Type: "function", Function: wire.Function{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
-	return defs
+	if len(defs) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(defs)
+	if err != nil {
+		return nil, fmt.Errorf("agents: tool definitions: %w", err)
+	}
+	return b, nil
 }
 
 // answer is the outcome of one round: a final answer to relay, or the tool
@@ -285,8 +268,9 @@ type answer struct {
 // upstream call fails, settled here to the usage of an answer read whole (or
 // to the whole reservation when it had none or failed while being read), and
 // left on the final answer when the stream was handed over.
-func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage, withTools bool, defs []toolDef) (*answer, error) {
-	b := roundBody{Model: rn.alias, Messages: history, Stream: rn.stream, StreamOptions: relay.UsageOptions(rn.stream)}
+func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage, withTools bool, defs json.RawMessage) (*answer, error) {
+	// StreamOptions asks a streamed round for its usage (quota settlement).
+	b := wire.Request{Model: rn.alias, Messages: history, Stream: rn.stream, StreamOptions: relay.UsageOptions(rn.stream)}
 	if withTools {
 		b.Tools = defs
 	}
@@ -352,7 +336,7 @@ func readJSON(resp *upstream.Response, withTools bool, limit int64) (ans *answer
 	}
 	var cp wire.Completion
 	_ = json.Unmarshal(b, &cp)
-	used = usedTokens(cp.Usage)
+	used = wire.UsedTokens(cp.Usage)
 	var msg wire.CompletionChoice
 	for _, c := range cp.Choices {
 		if c.Index == 0 {
@@ -393,7 +377,7 @@ func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, 
 			if e := limited.Exceeded(); e != nil {
 				err = e // the SSE parser reports its own error for it
 			}
-			return nil, usedTokens(usage), relay.ReadFailure(err)
+			return nil, wire.UsedTokens(usage), relay.ReadFailure(err)
 		}
 		if ev.Type != "" || ev.Data == "" {
 			continue
@@ -404,7 +388,7 @@ func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, 
 		}
 		if relay.IsErrorObject(ev.Data) {
 			resp.Body.Close()
-			return nil, usedTokens(usage), relay.ReadFailure(fmt.Errorf("agents: upstream sent an error event: %s", redact.Body([]byte(ev.Data))))
+			return nil, wire.UsedTokens(usage), relay.ReadFailure(fmt.Errorf("agents: upstream sent an error event: %s", redact.Body([]byte(ev.Data))))
 		}
 		var ch wire.Chunk
 		if json.Unmarshal([]byte(ev.Data), &ch) != nil {
@@ -431,11 +415,11 @@ func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, 
 	}
 	if !done {
 		resp.Body.Close()
-		return nil, usedTokens(usage), relay.ReadFailure(errors.New("agents: upstream stream ended without [DONE]"))
+		return nil, wire.UsedTokens(usage), relay.ReadFailure(errors.New("agents: upstream stream ended without [DONE]"))
 	}
 	if isTool {
 		resp.Body.Close()
-		return &answer{content: text.String(), calls: acc.Calls()}, usedTokens(usage), nil
+		return &answer{content: text.String(), calls: acc.Calls()}, wire.UsedTokens(usage), nil
 	}
 	// An answer without content or tool calls: relay it as it came (the relay
 	// reads its usage again).

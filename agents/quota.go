@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/chatgw/gateway/internal/preflight"
-	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/quota"
 )
 
@@ -25,12 +24,4 @@ func (s *Service) admit(ctx context.Context, rn *run) (*quota.Ticket, error) {
 // preflight.BytesPerToken, counting the whole JSON message, which errs high.
 func messageTokens(msg json.RawMessage) int {
 	return preflight.TokensPerMessage + (len(msg)+preflight.BytesPerToken-1)/preflight.BytesPerToken
-}
-
-// usedTokens reads an answer's usage object as the relay does:
-// usage.total_tokens, or -1 when it is absent or unreadable (Settle then
-// charges the whole reservation).
-func usedTokens(usage json.RawMessage) int64 {
-	c := relay.Capture{Usage: usage}
-	return c.UsedTokens()
 }

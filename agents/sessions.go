@@ -76,7 +76,7 @@ type createRequest struct {
 // CreateSession serves POST /a1/agents/{name}/sessions: 201 with the new live
 // session (messages []).
 func (s *Service) CreateSession(w http.ResponseWriter, r *http.Request) {
-	p, a, user, err := s.writeTarget(r)
+	t, err := s.writeTarget(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -86,7 +86,7 @@ func (s *Service) CreateSession(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	cfg, err := tenantconfig.Load(r.Context(), s.store, p.Tenant)
+	cfg, err := tenantconfig.Load(r.Context(), s.store, t.principal.Tenant)
 	if err != nil {
 		httpx.WriteError(w, r, errcat.Storage(err))
 		return
@@ -94,7 +94,7 @@ func (s *Service) CreateSession(w http.ResponseWriter, r *http.Request) {
 	n := cfg.CompactKeepLastN
 	if q.CompactKeepLastN != nil {
 		n = *q.CompactKeepLastN
-		if hi := tenantconfig.Cap(p.Tenant, tenantconfig.KeyCompactKeepLastN); n < 1 || n > hi {
+		if hi := tenantconfig.Cap(t.principal.Tenant, tenantconfig.KeyCompactKeepLastN); n < 1 || n > hi {
 			httpx.WriteError(w, r, errcat.Newf(errcat.InvalidField, "body.compact_keep_last_n",
 				"compact_keep_last_n must be an integer from 1 to %d.", hi))
 			return
@@ -102,10 +102,10 @@ func (s *Service) CreateSession(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.clock.Now().UnixNano()
 	rec := &sessionRecord{
-		ID: newSessionID(), AgentName: a.Name, UserID: user, Status: StatusLive,
+		ID: newSessionID(), AgentName: t.agent.Name, UserID: t.user, Status: StatusLive,
 		CompactKeepLastN: n, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := (sessionStore{s.store}).create(r.Context(), p.Tenant.ID, rec); err != nil {
+	if err := (sessionStore{s.store}).create(r.Context(), t.tenant(), rec); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
@@ -117,73 +117,57 @@ func (s *Service) CreateSession(w http.ResponseWriter, r *http.Request) {
 // user's), newest first, as {"object":"list","data":[session without
 // messages...],"limit","offset","has_more"}.
 func (s *Service) ListSessions(w http.ResponseWriter, r *http.Request) {
-	p, a, user, err := s.readTarget(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	pg, err := httpx.ParsePage(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	page, more, err := (sessionStore{s.store}).list(r.Context(), p.Tenant.ID, user, a.Name, pg.Limit, pg.Offset)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	data := make([]sessionJSON, len(page))
-	for i, rec := range page {
-		data[i] = toJSON(rec, nil, false)
-	}
-	httpx.WriteList(w, pg, data, more)
+	httpx.HandleList(w, r, s.readTarget, func(ctx context.Context, t target, pg httpx.Page) ([]sessionJSON, bool, error) {
+		page, more, err := (sessionStore{s.store}).list(ctx, t.tenant(), t.user, t.agent.Name, pg.Limit, pg.Offset)
+		if err != nil {
+			return nil, false, err
+		}
+		data := make([]sessionJSON, len(page))
+		for i, rec := range page {
+			data[i] = toJSON(rec, nil, false)
+		}
+		return data, more, nil
+	})
 }
 
 // GetSession serves GET /a1/agents/{name}/sessions/{sid}: the session with its
 // summary and messages.
 func (s *Service) GetSession(w http.ResponseWriter, r *http.Request) {
-	p, a, user, err := s.readTarget(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	rec, msgs, err := s.loadSession(r.Context(), p.Tenant.ID, user, a, httpx.Param(r, "sid"), true)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, toJSON(rec, msgs, true))
+	httpx.Handle(w, r, s.readTarget, func(ctx context.Context, t target) (sessionJSON, error) {
+		rec, msgs, err := s.loadSession(ctx, t.tenant(), t.user, t.agent, httpx.Param(r, "sid"), true)
+		if err != nil {
+			return sessionJSON{}, err
+		}
+		return toJSON(rec, msgs, true), nil
+	})
 }
 
 // Lineage serves GET /a1/agents/{name}/sessions/{sid}/lineage:
 // {"sessions":[{"id","status","successor_session_id"}...]}, the whole chain
 // of compactions sid belongs to, oldest first.
 func (s *Service) Lineage(w http.ResponseWriter, r *http.Request) {
-	p, a, user, err := s.readTarget(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	sid := httpx.Param(r, "sid")
-	if _, _, err := s.loadSession(r.Context(), p.Tenant.ID, user, a, sid, false); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	chain, err := (sessionStore{s.store}).lineage(r.Context(), p.Tenant.ID, sid)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	type link struct {
-		ID                 string  `json:"id"`
-		Status             string  `json:"status"`
-		SuccessorSessionID *string `json:"successor_session_id"`
-	}
-	out := make([]link, len(chain))
-	for i, rec := range chain {
-		out[i] = link{ID: rec.ID, Status: rec.Status, SuccessorSessionID: optional(rec.SuccessorID)}
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"sessions": out})
+	httpx.Handle(w, r, s.readTarget, func(ctx context.Context, t target) (map[string][]lineageLink, error) {
+		sid := httpx.Param(r, "sid")
+		if _, _, err := s.loadSession(ctx, t.tenant(), t.user, t.agent, sid, false); err != nil {
+			return nil, err
+		}
+		chain, err := (sessionStore{s.store}).lineage(ctx, t.tenant(), sid)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]lineageLink, len(chain))
+		for i, rec := range chain {
+			out[i] = lineageLink{ID: rec.ID, Status: rec.Status, SuccessorSessionID: optional(rec.SuccessorID)}
+		}
+		return map[string][]lineageLink{"sessions": out}, nil
+	})
+}
+
+// lineageLink is one session of a lineage.
+type lineageLink struct {
+	ID                 string  `json:"id"`
+	Status             string  `json:"status"`
+	SuccessorSessionID *string `json:"successor_session_id"`
 }
 
 // messageRequest is the body of POST /a1/agents/{name}/sessions/{sid}/messages.
@@ -218,13 +202,9 @@ func (s *Service) PostMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	rn.stream = q.Stream != nil && *q.Stream
 	tenant, sid := rn.principal.Tenant.ID, httpx.Param(r, "sid")
-	rec, stored, err := s.loadSession(r.Context(), tenant, rn.user, rn.agent, sid, true)
+	rec, stored, err := s.loadLive(r.Context(), tenant, rn.user, rn.agent, sid)
 	if err != nil {
 		httpx.WriteError(w, r, err)
-		return
-	}
-	if rec.Status != StatusLive {
-		httpx.WriteError(w, r, errArchived(rec))
 		return
 	}
 	if err := s.checkTools(rn.agent); err != nil {
@@ -279,51 +259,62 @@ func userMessage(raw json.RawMessage) (json.RawMessage, error) {
 	default:
 		return nil, errcat.New(errcat.InvalidField, "body.message", "message must be a string or an array of content parts.")
 	}
-	b, err := json.Marshal(struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}{"user", raw})
+	b, err := wire.UserMessage(raw)
 	if err != nil {
 		return nil, errcat.Internal(err)
 	}
 	return b, nil
 }
 
-// writeTarget resolves the principal, the agent and the (required) user of a
-// session write.
-func (s *Service) writeTarget(r *http.Request) (*auth.Principal, *Agent, string, error) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	a, err := s.agent(httpx.Param(r, "name"))
-	if err != nil {
-		return nil, nil, "", err
-	}
-	user, err := requireUser(r)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return p, a, user, nil
+// target is what a session request acts on: who calls, the agent of the
+// path, and the user (GW-User-Id; "" for a tenant admin's tenant-wide read).
+type target struct {
+	principal *auth.Principal
+	agent     *Agent
+	user      string
 }
 
-// readTarget is writeTarget for reads, where a tenant admin may omit
-// GW-User-Id for the tenant-wide view (user "").
-func (s *Service) readTarget(r *http.Request) (*auth.Principal, *Agent, string, error) {
+// tenant is the ID of the caller's tenant.
+func (t target) tenant() string { return t.principal.Tenant.ID }
+
+// writeTarget resolves the target of a session write, whose user is
+// required.
+func (s *Service) writeTarget(r *http.Request) (target, error) { return s.target(r, false) }
+
+// readTarget resolves the target of a session read, where a tenant admin may
+// omit GW-User-Id for the tenant-wide view (user "").
+func (s *Service) readTarget(r *http.Request) (target, error) { return s.target(r, true) }
+
+// target resolves, in this order, the principal, the agent and the user of a
+// session request (read: see readTarget).
+func (s *Service) target(r *http.Request, read bool) (target, error) {
 	p, err := httpx.Principal(r)
 	if err != nil {
-		return nil, nil, "", err
+		return target{}, err
 	}
 	a, err := s.agent(httpx.Param(r, "name"))
 	if err != nil {
-		return nil, nil, "", err
+		return target{}, err
 	}
 	user := httpx.UserID(r)
-	if user == "" && p.Role != auth.RoleTenantAdmin {
-		_, err := requireUser(r)
-		return nil, nil, "", err
+	if user == "" && !(read && p.Role == auth.RoleTenantAdmin) {
+		_, err := requireUser(r) // user is "": its missing_field
+		return target{}, err
 	}
-	return p, a, user, nil
+	return target{principal: p, agent: a, user: user}, nil
+}
+
+// loadLive is loadSession with the messages, for a write: an archived
+// session is 409 session_compact_conflict naming its successor (errArchived).
+func (s *Service) loadLive(ctx context.Context, tenant, user string, a *Agent, sid string) (*sessionRecord, []json.RawMessage, error) {
+	rec, msgs, err := s.loadSession(ctx, tenant, user, a, sid, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec.Status != StatusLive {
+		return nil, nil, errArchived(rec)
+	}
+	return rec, msgs, nil
 }
 
 // loadSession returns session sid as user (any user of the tenant when user

@@ -220,15 +220,9 @@ func (ss sessionStore) list(ctx context.Context, tenant, user, agent string, lim
 // session_compact_conflict.
 func (ss sessionStore) appendTurn(ctx context.Context, tenant, id string, msgs []json.RawMessage, now int64) error {
 	err := ss.st.Update(ctx, func(tx store.Tx) error {
-		rec, err := readSession(tx, tenant, id)
-		if errors.Is(err, errSessionMissing) {
-			return errSessionNotFound(id)
-		}
+		rec, err := readLive(tx, tenant, id)
 		if err != nil {
 			return err
-		}
-		if rec.Status != StatusLive {
-			return errArchived(rec)
 		}
 		if err := appendMessages(tx, tenant, rec, msgs); err != nil {
 			return err
@@ -253,15 +247,9 @@ func (ss sessionStore) compact(ctx context.Context, tenant, id string, nextSeq u
 		// appendMessages advances succ: a retried transaction (the store may
 		// run the callback again) starts from the successor as it was.
 		*succ = orig
-		rec, err := readSession(tx, tenant, id)
-		if errors.Is(err, errSessionMissing) {
-			return errSessionNotFound(id)
-		}
+		rec, err := readLive(tx, tenant, id)
 		if err != nil {
 			return err
-		}
-		if rec.Status != StatusLive {
-			return errArchived(rec)
 		}
 		if rec.NextSeq != nextSeq {
 			return errcat.Newf(errcat.SessionCompactConflict, "session_id",
@@ -330,6 +318,22 @@ func (ss sessionStore) lineage(ctx context.Context, tenant, id string) ([]*sessi
 
 func errSessionNotFound(id string) *errcat.Error {
 	return errcat.Newf(errcat.SessionNotFound, "session_id", "No session %q.", id)
+}
+
+// readLive reads session id of tenant for a write: session_not_found when it
+// is gone, session_compact_conflict (errArchived) when it is archived.
+func readLive(tx store.Tx, tenant, id string) (*sessionRecord, error) {
+	rec, err := readSession(tx, tenant, id)
+	if errors.Is(err, errSessionMissing) {
+		return nil, errSessionNotFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status != StatusLive {
+		return nil, errArchived(rec)
+	}
+	return rec, nil
 }
 
 // errArchived answers a write to an archived session: 409

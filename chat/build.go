@@ -56,12 +56,6 @@ func resolveAlias(model, provider *string, defaultModel string) string {
 	return base + "-" + *provider
 }
 
-// message is the part of a stored or built chat message that building the
-// upstream request looks at.
-type message struct {
-	Role string `json:"role"`
-}
-
 // trimHistory splits the stored history into its system messages and its
 // user/assistant messages, keeps the last 2*k of the latter when k is not nil,
 // and returns the messages to send in their stored order
@@ -93,14 +87,14 @@ func trimHistory(history []json.RawMessage, k *int32) ([]json.RawMessage, bool) 
 }
 
 // roleOf returns a stored message's role, exactly as encoding/json reads it
-// into message. Loading a conversation reads the role of every message, so
+// into a wire.Message. Loading a conversation reads the role of every message, so
 // plainRole reads it in place when it can, without decoding the message, and
 // anything it cannot read that way is decoded.
 func roleOf(raw json.RawMessage) string {
 	if role, ok := plainRole(raw); ok {
 		return internRole(role)
 	}
-	var m message
+	var m wire.Message
 	_ = json.Unmarshal(raw, &m)
 	return m.Role
 }
@@ -182,10 +176,7 @@ func userMessage(content json.RawMessage, images []imageRef) (json.RawMessage, e
 		}
 		content = b
 	}
-	return json.Marshal(struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}{"user", content})
+	return wire.UserMessage(content)
 }
 
 // systemMessage returns a system message with content.
@@ -216,7 +207,7 @@ func replayHistory(history []json.RawMessage) []json.RawMessage {
 		if !bytes.Contains(raw, []byte(`"tool_calls"`)) {
 			continue
 		}
-		var m storedMessage
+		var m wire.Message
 		if json.Unmarshal(raw, &m) != nil || m.Role != "assistant" || len(m.ToolCalls) == 0 {
 			continue
 		}
@@ -224,7 +215,7 @@ func replayHistory(history []json.RawMessage) []json.RawMessage {
 		var kept []json.RawMessage
 		var names []string
 		for _, c := range m.ToolCalls {
-			var ref toolCallRef
+			var ref wire.ToolCall // only its id and function name count
 			_ = json.Unmarshal(c, &ref)
 			if ref.ID != "" && results[ref.ID] {
 				kept = append(kept, c)
@@ -241,7 +232,8 @@ func replayHistory(history []json.RawMessage) []json.RawMessage {
 		if len(kept) == 0 && isEmptyContent(content) {
 			content, _ = json.Marshal("[called tools: " + strings.Join(names, ", ") + "]")
 		}
-		out[i], _ = json.Marshal(replayedMessage{Role: "assistant", Content: content, ToolCalls: kept})
+		// Content null stays null when tool calls remain.
+		out[i], _ = json.Marshal(wire.Message{Role: "assistant", Content: content, ToolCalls: kept})
 	}
 	if out == nil {
 		return history
@@ -249,36 +241,12 @@ func replayHistory(history []json.RawMessage) []json.RawMessage {
 	return out
 }
 
-// storedMessage is what replayHistory reads of a message.
-type storedMessage struct {
-	Role       string            `json:"role"`
-	Content    json.RawMessage   `json:"content"`
-	ToolCallID string            `json:"tool_call_id"`
-	ToolCalls  []json.RawMessage `json:"tool_calls"`
-}
-
-// toolCallRef is what replayHistory reads of a tool call.
-type toolCallRef struct {
-	ID       string `json:"id"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
-}
-
-// replayedMessage is a rewritten assistant message; content null stays null
-// when tool calls remain.
-type replayedMessage struct {
-	Role      string            `json:"role"`
-	Content   json.RawMessage   `json:"content"`
-	ToolCalls []json.RawMessage `json:"tool_calls,omitempty"`
-}
-
 // toolResults returns the tool_call_ids of the tool messages at the start of
 // next (the ones that directly follow an assistant message).
 func toolResults(next []json.RawMessage) map[string]bool {
 	var ids map[string]bool
 	for _, raw := range next {
-		var m storedMessage
+		var m wire.Message
 		if !bytes.Contains(raw, []byte(`"tool_call_id"`)) || json.Unmarshal(raw, &m) != nil || m.Role != "tool" {
 			break
 		}

@@ -3,11 +3,13 @@ package chat
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 // roleOfJSON is roleOf without the fast path: what it must agree with.
 func roleOfJSON(raw []byte) string {
-	var m message
+	var m wire.Message
 	_ = json.Unmarshal(raw, &m)
 	return m.Role
 }

@@ -18,20 +18,6 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// upstreamBody is the OpenAI chat-completions request built for a turn.
-type upstreamBody struct {
-	Model          string               `json:"model"`
-	Messages       []json.RawMessage    `json:"messages"`
-	Stream         bool                 `json:"stream"`
-	StreamOptions  *relay.StreamOptions `json:"stream_options,omitempty"`
-	MaxTokens      *int32               `json:"max_tokens,omitempty"`
-	Temperature    *float64             `json:"temperature,omitempty"`
-	Tools          json.RawMessage      `json:"tools,omitempty"`
-	ToolChoice     json.RawMessage      `json:"tool_choice,omitempty"`
-	ResponseFormat json.RawMessage      `json:"response_format,omitempty"`
-	Attachments    json.RawMessage      `json:"attachments,omitempty"`
-}
-
 // turn is one request: its checked body and what it resolved to.
 type turn struct {
 	principal        *auth.Principal // who calls: looked up once, in readTurn
@@ -64,23 +50,16 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	// The reply is captured to be stored, and for its usage when a quota
-	// applies (only the usage of an ephemeral turn, which stores nothing).
+	// The reply is captured to be stored; the relay settles the ticket to its
+	// usage (capturing only the usage of an ephemeral turn, which stores
+	// nothing). The first of Settle and Cancel ends a ticket, so this Cancel
+	// releases it only when there is no answer to relay: the upstream call
+	// failed.
 	var capture *relay.Capture
-	switch {
-	case !t.ephemeral:
+	if !t.ephemeral {
 		capture = new(relay.Capture)
-	case ticket != nil:
-		capture = &relay.Capture{UsageOnly: true}
 	}
-	answered := false // upstream.Do succeeded: the upstream spent tokens
-	defer func() {
-		if answered {
-			ticket.Settle(r.Context(), capture.UsedTokens())
-		} else {
-			ticket.Cancel(r.Context())
-		}
-	}()
+	defer ticket.Cancel(r.Context())
 	resp, err := s.upstream.Do(r.Context(), &upstream.Request{
 		Alias:     t.alias,
 		Path:      "/chat/completions",
@@ -92,7 +71,6 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	answered = true
 	var notices []relay.Notice
 	if t.trimmed {
 		notices = append(notices, relay.Notice{Code: relay.NoticeHistoryTrimmed, Message: fmt.Sprintf(
@@ -106,6 +84,7 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		Notices:   notices,
 		Applied:   pf.Applied(),
 		Capture:   capture,
+		Ticket:    ticket,
 		Model:     t.alias,
 		Clock:     s.clock,
 		Keepalive: s.keepalive,
@@ -187,7 +166,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	if t.userMsg, err = userMessage(q.Message, t.images); err != nil {
 		return nil, errcat.Internal(err)
 	}
-	body, err := json.Marshal(upstreamBody{
+	pf, err := preflight.CheckBuilt(ctx, &wire.Request{
 		Model:          t.alias,
 		Messages:       append(sent[:len(sent):len(sent)], t.userMsg),
 		Stream:         t.stream,
@@ -198,15 +177,9 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 		ToolChoice:     nonNull(q.ToolChoice),
 		ResponseFormat: nonNull(q.ResponseFormat),
 		Attachments:    nonNull(q.Attachments),
-	})
-	if err != nil {
-		return nil, errcat.Internal(err)
-	}
-	pf, err := preflight.Check(ctx, &preflight.Request{
-		Body:         body,
+	}, &preflight.Request{
 		Tenant:       t.principal.Tenant,
 		Catalog:      s.catalog,
-		ParamPrefix:  "body.",
 		System:       func(context.Context) (string, error) { return st.system, nil },
 		CloudConsent: r.Header.Get(preflight.HeaderCloudConsent),
 		Consents:     s.consents,

@@ -139,6 +139,8 @@ func validateParts(raw json.RawMessage) error {
 		return invalid("body.message", "message must not be an empty array.")
 	}
 	for i, p := range parts {
+		// Not wire.ContentPart: pointers, because what is checked here is
+		// whether a member is there at all.
 		var part struct {
 			Type     *string `json:"type"`
 			Text     *string `json:"text"`

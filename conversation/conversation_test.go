@@ -15,17 +15,16 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/google/go-cmp/cmp"
-	"github.com/julienschmidt/httprouter"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// env is a conversation service over a memstore with a fake clock, served by a
-// router whose stand-in middleware takes the tenant from the test header
-// X-Test-Tenant (the gateway's auth does that from the bearer).
+// env is a conversation service over a memstore with a fake clock, served by
+// the routes the root wires.
 type env struct {
 	st    *memstore.Store
 	clock *clock.Fake
@@ -38,72 +37,52 @@ func newEnv(t *testing.T) *env {
 	e := &env{st: memstore.New(), clock: clock.NewFake(t0)}
 	t.Cleanup(func() { e.st.Close() })
 	e.svc = conversation.New(conversation.Config{Store: e.st, Clock: e.clock})
-	r := httprouter.New()
-	r.Handler("GET", "/c1/conversations", withTenant(e.svc.ListConversations))
-	r.Handler("GET", "/c1/conversations/:id", withTenant(e.svc.GetConversation))
-	r.Handler("DELETE", "/c1/conversations/:id", withTenant(e.svc.DeleteConversation))
-	e.h = r
+	e.h = testkit.Router(t, map[string]http.HandlerFunc{
+		"GET /c1/conversations":        e.svc.ListConversations,
+		"GET /c1/conversations/:id":    e.svc.GetConversation,
+		"DELETE /c1/conversations/:id": e.svc.DeleteConversation,
+	})
 	return e
 }
 
-func withTenant(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := &auth.Principal{Tenant: &auth.Tenant{ID: r.Header.Get("X-Test-Tenant")}, Role: auth.RoleTenantAdmin} // admin: the tests read tenant-wide too
-		h(w, r.WithContext(auth.NewContext(r.Context(), p)))
-	})
+// send serves one request as user of tenant ("": no GW-User-Id), whose
+// principal is a tenant admin (the tests read tenant-wide too).
+func (e *env) send(t *testing.T, method, target, tenant, user string) *httptest.ResponseRecorder {
+	t.Helper()
+	return testkit.Serve(t, e.h, testkit.Request{Method: method, Target: target, User: user,
+		Principal: &auth.Principal{Tenant: &auth.Tenant{ID: tenant}, Role: auth.RoleTenantAdmin}})
 }
 
+// do sends one request (see send) and returns the status and the JSON
+// answer.
 func (e *env) do(t *testing.T, method, target, tenant, user string) (int, map[string]any) {
 	t.Helper()
-	status, raw := e.raw(t, method, target, tenant, user)
+	w := e.send(t, method, target, tenant, user)
 	var body map[string]any
-	if err := json.Unmarshal([]byte(raw), &body); err != nil {
-		t.Fatalf("%s %s: body %q: %v", method, target, raw, err)
-	}
-	return status, body
+	testkit.Decode(t, w, w.Code, &body)
+	return w.Code, body
 }
 
-// raw serves one request as user of tenant ("": no GW-User-Id) and returns
-// the status and the body as it was written.
+// raw sends one request (see send) and returns the status and the body as it
+// was written.
 func (e *env) raw(t *testing.T, method, target, tenant, user string) (int, string) {
 	t.Helper()
-	req := httptest.NewRequest(method, target, nil)
-	req.Header.Set("X-Test-Tenant", tenant)
-	if user != "" {
-		req.Header.Set(httpx.HeaderUserID, user)
-	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+	w := e.send(t, method, target, tenant, user)
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("%s %s: Content-Type = %q", method, target, ct)
 	}
-	return rec.Code, rec.Body.String()
-}
-
-func msg(role, content string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{role, content})
-	return b
+	return w.Code, w.Body.String()
 }
 
 // turn appends a user message and an assistant reply, then moves the clock.
 func (e *env) turn(t *testing.T, tenant, user, id, text, sys string) {
 	t.Helper()
 	err := e.svc.Append(context.Background(), tenant, user, id,
-		[]json.RawMessage{msg("user", text), msg("assistant", "re: "+text)}, sys)
+		[]json.RawMessage{wire.TextMessage("user", text), wire.TextMessage("assistant", "re: "+text)}, sys)
 	if err != nil {
 		t.Fatalf("Append(%s/%s/%s): %v", tenant, user, id, err)
 	}
 	e.clock.Advance(time.Second)
-}
-
-func errParam(body map[string]any) (code, param string) {
-	e, _ := body["error"].(map[string]any)
-	code, _ = e["code"].(string)
-	param, _ = e["param"].(string)
-	return code, param
 }
 
 func TestAppendLoad(t *testing.T) {
@@ -147,7 +126,7 @@ func TestOwnership(t *testing.T) {
 	if _, err := e.svc.Load(ctx, "t1", "bob", "c1"); errcat.CodeOf(err) != errcat.ConversationNotFound {
 		t.Errorf("Load(bob) error = %v; want conversation_not_found", err)
 	}
-	err := e.svc.Append(ctx, "t1", "bob", "c1", []json.RawMessage{msg("user", "x")}, "")
+	err := e.svc.Append(ctx, "t1", "bob", "c1", []json.RawMessage{wire.TextMessage("user", "x")}, "")
 	if errcat.CodeOf(err) != errcat.ConversationNotFound {
 		t.Errorf("Append(bob) error = %v; want conversation_not_found", err)
 	}
@@ -179,8 +158,8 @@ func TestOwnership(t *testing.T) {
 			if status != tc.status {
 				t.Fatalf("status = %d; want %d (%v)", status, tc.status, body)
 			}
-			if code, param := errParam(body); code != tc.code || (code != "" && param != "conversation_id") {
-				t.Errorf("error = %s %s; want %q conversation_id", code, param, tc.code)
+			if got := testkit.ErrorOf(t, status, body); got.Code != tc.code || (got.Code != "" && got.Param != "conversation_id") {
+				t.Errorf("error = %s %s; want %q conversation_id", got.Code, got.Param, tc.code)
 			}
 			if tc.method == "DELETE" && body["deleted"] != 0.0 {
 				t.Errorf("deleted = %v; want 0", body["deleted"])
@@ -314,8 +293,8 @@ func TestListPagination(t *testing.T) {
 				t.Fatalf("status = %d; want %d (%v)", status, tc.status, body)
 			}
 			if tc.status != 200 {
-				if code, param := errParam(body); code != "invalid_field" || param != tc.param {
-					t.Errorf("error = %s %s; want invalid_field %s", code, param, tc.param)
+				if got := testkit.ErrorOf(t, status, body); got.Code != "invalid_field" || got.Param != tc.param {
+					t.Errorf("error = %s %s; want invalid_field %s", got.Code, got.Param, tc.param)
 				}
 				return
 			}
@@ -370,7 +349,7 @@ func TestOddIDs(t *testing.T) {
 	}
 	for _, id := range []string{"a", "a\x00", "a\x00\x01", "ab", "a/b"} {
 		got, err := e.svc.Load(ctx, "t\x00", "u\x00", id)
-		if err != nil || len(got) != 2 || string(got[0]) != string(msg("user", id)) {
+		if err != nil || len(got) != 2 || string(got[0]) != string(wire.TextMessage("user", id)) {
 			t.Errorf("Load(%q) = %s, %v", id, rawStrings(got), err)
 		}
 	}
@@ -394,12 +373,12 @@ func TestStorageError(t *testing.T) {
 	} {
 		e.st.FailNext(errDisk)
 		status, body := e.do(t, tc.method, tc.target, "t1", "alice")
-		if code, _ := errParam(body); status != 500 || code != "storage_error" || strings.Contains(fmt.Sprint(body), "fire") {
+		if code := testkit.ErrorOf(t, status, body).Code; status != 500 || code != "storage_error" || strings.Contains(fmt.Sprint(body), "fire") {
 			t.Errorf("%s %s = %d %v; want 500 storage_error without cause", tc.method, tc.target, status, body)
 		}
 	}
 	e.st.FailNext(errDisk)
-	err := e.svc.Append(context.Background(), "t1", "alice", "c1", []json.RawMessage{msg("user", "x")}, "")
+	err := e.svc.Append(context.Background(), "t1", "alice", "c1", []json.RawMessage{wire.TextMessage("user", "x")}, "")
 	if errcat.CodeOf(err) != errcat.StorageError || !errors.Is(err, errDisk) {
 		t.Errorf("Append error = %v; want storage_error wrapping the cause", err)
 	}

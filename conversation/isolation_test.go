@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -105,7 +106,7 @@ func useID(tenant string) []step {
 	wantMsgs := func(t *testing.T, e *env, n int) {
 		t.Helper()
 		got, err := e.svc.Load(ctx, tenant, "alice", "T-1001")
-		if err != nil || len(got) != n || string(got[len(got)-1]) != string(msg("assistant", "re: "+tenant+" turn")) {
+		if err != nil || len(got) != n || string(got[len(got)-1]) != string(wire.TextMessage("assistant", "re: "+tenant+" turn")) {
 			t.Fatalf("%s Load(T-1001) = %s, %v; want %d messages ending in its own reply", tenant, rawStrings(got), err, n)
 		}
 	}
@@ -141,7 +142,7 @@ func useID(tenant string) []step {
 			if _, body := e.do(t, "DELETE", "/c1/conversations/T-1001", tenant, "bob"); body["deleted"] != 0.0 {
 				t.Errorf("%s bob DELETE = %v; want deleted 0", tenant, body)
 			}
-			err := e.svc.Append(ctx, tenant, "bob", "T-1001", []json.RawMessage{msg("user", "x")}, "")
+			err := e.svc.Append(ctx, tenant, "bob", "T-1001", []json.RawMessage{wire.TextMessage("user", "x")}, "")
 			if errcat.CodeOf(err) != errcat.ConversationNotFound {
 				t.Errorf("%s bob Append = %v; want conversation_not_found", tenant, err)
 			}

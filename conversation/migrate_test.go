@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/google/go-cmp/cmp"
@@ -87,11 +88,11 @@ func TestMigrateLayout1(t *testing.T) {
 	// globex takes acme's T-1001 and bob's tícket ü, through the same alice;
 	// acme's answers stay as they were.
 	for _, id := range []string{"T-1001", "tícket ü"} {
-		if err := repo.Append(ctx, "globex", "alice", id, []json.RawMessage{msg("user", "globex's "+id)}, ""); err != nil {
+		if err := repo.Append(ctx, "globex", "alice", id, []json.RawMessage{wire.TextMessage("user", "globex's "+id)}, ""); err != nil {
 			t.Fatalf("globex Append(%s): %v", id, err)
 		}
 		got, err := repo.Load(ctx, "globex", "alice", id)
-		if diff := cmp.Diff([]string{string(msg("user", "globex's "+id))}, rawStrings(got)); diff != "" || err != nil {
+		if diff := cmp.Diff([]string{string(wire.TextMessage("user", "globex's "+id))}, rawStrings(got)); diff != "" || err != nil {
 			t.Errorf("globex Load(%s) error %v, mismatch (-want +got):\n%s", id, err, diff)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -180,14 +181,7 @@ func (r *Repository) Append(ctx context.Context, tenant, user, id string, msgs [
 	}
 	var sys []byte
 	if systemPrompt != "" {
-		b, err := json.Marshal(struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		}{"system", systemPrompt})
-		if err != nil {
-			return errcat.Internal(err)
-		}
-		sys = b
+		sys = wire.TextMessage("system", systemPrompt)
 	}
 	now := r.clock.Now().UnixNano()
 	p := convPrefix(tenant, id)

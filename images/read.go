@@ -1,6 +1,7 @@
 package images
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"strconv"
@@ -11,22 +12,9 @@ import (
 
 // List serves GET /v1/images (see the package doc).
 func (s *Service) List(w http.ResponseWriter, r *http.Request) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	pg, err := httpx.ParsePage(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	page, more, err := s.list(r.Context(), p.Tenant.ID, pg.Limit, pg.Offset)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteList(w, pg, page, more)
+	httpx.HandleList(w, r, httpx.TenantID, func(ctx context.Context, tenant string, pg httpx.Page) ([]imageJSON, bool, error) {
+		return s.list(ctx, tenant, pg.Limit, pg.Offset)
+	})
 }
 
 // Get serves GET /v1/images/{id}: the metadata plus b64_json.

@@ -42,18 +42,18 @@ func TestPutEntryValidation(t *testing.T) {
 		{"no user", "", map[string]any{"key": "k", "value": "v", "visibility": "private"}, testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
 	}
 	for _, tc := range tests {
-		e.failsIn(t, tc.name, req{method: "POST", path: "/v1/memory", user: tc.user, body: tc.body}, tc.want)
+		e.failsIn(t, tc.name, testkit.Call{Method: "POST", Target: "/v1/memory", User: tc.user, Body: tc.body}, tc.want)
 	}
 }
 
 func TestPutEntryAnswer(t *testing.T) {
 	e := newEnv(t)
-	got := e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v1", "visibility": "private"}})
+	got := e.OK(testkit.Call{Method: "POST", Target: "/v1/memory", User: "alice", Body: map[string]any{"key": "k", "value": "v1", "visibility": "private"}})
 	created := t0.Format(time.RFC3339Nano)
 	testkit.Diff(t, "first write", map[string]any{"key": "k", "value": "v1", "visibility": "private", "scope_id": "default",
 		"created_at": created, "updated_at": created}, got)
 	e.clk.Advance(time.Minute)
-	got = e.ok(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "v2", "visibility": "private"}})
+	got = e.OK(testkit.Call{Method: "POST", Target: "/v1/memory", User: "alice", Body: map[string]any{"key": "k", "value": "v2", "visibility": "private"}})
 	testkit.Diff(t, "upsert", map[string]any{"key": "k", "value": "v2", "visibility": "private", "scope_id": "default",
 		"created_at": created, "updated_at": t0.Add(time.Minute).Format(time.RFC3339Nano)}, got)
 	testkit.Diff(t, "list", []string{"k=v2/private"}, e.list("", "alice", "visibility=private"))
@@ -66,7 +66,7 @@ func (e *env) usage(user, vis, scope string) map[string]any {
 	if scope != "" {
 		q.Set("scope_id", scope)
 	}
-	return e.ok(req{method: "GET", path: "/v1/memory/usage?" + q.Encode(), user: user}).(map[string]any)
+	return e.OK(testkit.Call{Method: "GET", Target: "/v1/memory/usage?" + q.Encode(), User: user}).(map[string]any)
 }
 
 func usageOf(used, entries int) map[string]any {
@@ -75,13 +75,13 @@ func usageOf(used, entries int) map[string]any {
 
 func TestBucketCapBoundary(t *testing.T) {
 	const cap = memory.BucketCapBytes
-	put := func(key, value string) req {
-		return req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": key, "value": value, "visibility": "private"}}
+	put := func(key, value string) testkit.Call {
+		return testkit.Call{Method: "POST", Target: "/v1/memory", User: "alice", Body: map[string]any{"key": key, "value": value, "visibility": "private"}}
 	}
 	full := testkit.WantError(errcat.MemoryBucketFull, "value")
 	steps := []struct {
 		name      string
-		q         req
+		q         testkit.Call
 		want      testkit.Error
 		wantUsage map[string]any
 		wantList  []string
@@ -98,7 +98,7 @@ func TestBucketCapBoundary(t *testing.T) {
 	e := newEnv(t)
 	for _, s := range steps {
 		e.Run(t, s.name, func(t *testing.T) {
-			e.fails(s.q, s.want)
+			e.Fails(s.q, s.want)
 			testkit.Diff(t, "usage", s.wantUsage, e.usage("alice", "private", ""))
 			testkit.Diff(t, "entries", s.wantList, e.list("", "alice", "visibility=private"))
 		})
@@ -111,9 +111,9 @@ func TestBucketCapCountsUTF8Bytes(t *testing.T) {
 	v := strings.Repeat("é", 8190) + "xx"
 	e.remember("", "alice", "kk", v, "private", "")
 	testkit.Diff(t, "usage", usageOf(memory.BucketCapBytes, 1), e.usage("alice", "private", ""))
-	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "kk", "value": v + "x", "visibility": "private"}},
+	e.Fails(testkit.Call{Method: "POST", Target: "/v1/memory", User: "alice", Body: map[string]any{"key": "kk", "value": v + "x", "visibility": "private"}},
 		testkit.WantError(errcat.MemoryBucketFull, "value"))
-	e.fails(req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "é", "visibility": "private"}},
+	e.Fails(testkit.Call{Method: "POST", Target: "/v1/memory", User: "alice", Body: map[string]any{"key": "k", "value": "é", "visibility": "private"}},
 		testkit.WantError(errcat.MemoryBucketFull, "value"))
 }
 
@@ -122,14 +122,14 @@ func TestBucketsAreSeparate(t *testing.T) {
 	big := repeat(memory.BucketCapBytes - 1)
 	// Filling alice's private default bucket leaves every other bucket empty.
 	e.remember("", "alice", "a", big, "private", "")
-	for _, q := range []req{
-		{user: "bob", body: map[string]any{"key": "a", "value": big, "visibility": "private"}},
-		{user: "alice", body: map[string]any{"key": "a", "value": big, "visibility": "public"}},
-		{user: "alice", body: map[string]any{"key": "a", "value": big, "visibility": "private", "scope_id": "team"}},
-		{user: "alice", tenant: "other", body: map[string]any{"key": "a", "value": big, "visibility": "private"}},
+	for _, q := range []testkit.Call{
+		{User: "bob", Body: map[string]any{"key": "a", "value": big, "visibility": "private"}},
+		{User: "alice", Body: map[string]any{"key": "a", "value": big, "visibility": "public"}},
+		{User: "alice", Body: map[string]any{"key": "a", "value": big, "visibility": "private", "scope_id": "team"}},
+		{User: "alice", Tenant: "other", Body: map[string]any{"key": "a", "value": big, "visibility": "private"}},
 	} {
-		q.method, q.path = "POST", "/v1/memory"
-		e.ok(q)
+		q.Method, q.Target = "POST", "/v1/memory"
+		e.OK(q)
 	}
 }
 
@@ -139,7 +139,7 @@ func TestPrivateIsolation(t *testing.T) {
 	testkit.Diff(t, "bob's private list", []string{}, e.list("", "bob", "visibility=private"))
 	testkit.Diff(t, "bob's list", []string{}, e.list("", "bob", ""))
 	testkit.Diff(t, "bob's usage", usageOf(0, 0), e.usage("bob", "private", ""))
-	testkit.Diff(t, "bob's delete", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=secret", user: "bob"}))
+	testkit.Diff(t, "bob's delete", map[string]any{"deleted": false}, e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=private&key=secret", User: "bob"}))
 	testkit.Diff(t, "alice's list", []string{"secret=42/private"}, e.list("", "alice", "visibility=private"))
 }
 
@@ -153,10 +153,10 @@ func TestPublicSharingAndTenantIsolation(t *testing.T) {
 	testkit.Diff(t, "other tenant", []string{},
 		e.list("other", "alice", "visibility=public&scope_id=office"))
 	testkit.Diff(t, "other tenant's delete", map[string]any{"deleted": false},
-		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "alice", tenant: "other"}))
+		e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=public&key=wifi&scope_id=office", User: "alice", Tenant: "other"}))
 	testkit.Diff(t, "bob's usage", usageOf(len("wifi")+len("guest"), 1), e.usage("bob", "public", "office"))
 	testkit.Diff(t, "bob deletes", map[string]any{"deleted": true},
-		e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=wifi&scope_id=office", user: "bob"}))
+		e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=public&key=wifi&scope_id=office", User: "bob"}))
 	testkit.Diff(t, "alice after the delete", []string{},
 		e.list("", "alice", "visibility=public&scope_id=office"))
 	testkit.Diff(t, "usage after the delete", usageOf(0, 0), e.usage("alice", "public", "office"))
@@ -197,7 +197,7 @@ func TestQueryValidation(t *testing.T) {
 		{"DELETE", "/v1/memory?visibility=private&key=k", "alice", testkit.Error{}},
 	}
 	for _, tc := range tests {
-		e.failsIn(t, tc.method+" "+tc.path, req{method: tc.method, path: tc.path, user: tc.user}, tc.want)
+		e.failsIn(t, tc.method+" "+tc.path, testkit.Call{Method: tc.method, Target: tc.path, User: tc.user}, tc.want)
 	}
 }
 
@@ -207,10 +207,10 @@ func TestDeleteEntryUpdatesUsage(t *testing.T) {
 		e.remember("", "alice", kv[0], kv[1], "private", "")
 	}
 	testkit.Diff(t, "usage", usageOf(9, 2), e.usage("alice", "private", ""))
-	testkit.Diff(t, "delete", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
+	testkit.Diff(t, "delete", map[string]any{"deleted": true}, e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=private&key=a", User: "alice"}))
 	testkit.Diff(t, "usage after delete", usageOf(3, 1), e.usage("alice", "private", ""))
-	testkit.Diff(t, "delete again", map[string]any{"deleted": false}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=a", user: "alice"}))
-	testkit.Diff(t, "delete last", map[string]any{"deleted": true}, e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=bb", user: "alice"}))
+	testkit.Diff(t, "delete again", map[string]any{"deleted": false}, e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=private&key=a", User: "alice"}))
+	testkit.Diff(t, "delete last", map[string]any{"deleted": true}, e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=private&key=bb", User: "alice"}))
 	testkit.Diff(t, "usage when empty", usageOf(0, 0), e.usage("alice", "private", ""))
 }
 
@@ -222,7 +222,7 @@ func TestKeysWithOddBytes(t *testing.T) {
 	}
 	testkit.Diff(t, "list", []string{"a=v/private", "a\x00=v/private", "a\x00b=v/private", "ab=v/private"},
 		e.list("", "alice", "visibility=private"))
-	e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=" + url.QueryEscape("a\x00"), user: "alice"})
+	e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=private&key=" + url.QueryEscape("a\x00"), User: "alice"})
 	testkit.Diff(t, "list after delete", []string{"a=v/private", "a\x00b=v/private", "ab=v/private"},
 		e.list("", "alice", "visibility=private"))
 	// User "a" and user "a\x00..." do not see each other's buckets.
@@ -233,11 +233,11 @@ func TestMemoryStorageError(t *testing.T) {
 	e := newEnv(t)
 	e.remember("", "alice", "k", "old", "private", "")
 	e.failStorage(
-		req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k", "value": "new", "visibility": "private"}},
-		req{method: "POST", path: "/v1/memory", user: "alice", body: map[string]any{"key": "k2", "value": "new", "visibility": "private"}},
-		req{method: "GET", path: "/v1/memory", user: "alice"},
-		req{method: "GET", path: "/v1/memory/usage?visibility=private", user: "alice"},
-		req{method: "DELETE", path: "/v1/memory?visibility=private&key=k", user: "alice"},
+		testkit.Call{Method: "POST", Target: "/v1/memory", User: "alice", Body: map[string]any{"key": "k", "value": "new", "visibility": "private"}},
+		testkit.Call{Method: "POST", Target: "/v1/memory", User: "alice", Body: map[string]any{"key": "k2", "value": "new", "visibility": "private"}},
+		testkit.Call{Method: "GET", Target: "/v1/memory", User: "alice"},
+		testkit.Call{Method: "GET", Target: "/v1/memory/usage?visibility=private", User: "alice"},
+		testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=private&key=k", User: "alice"},
 	)
 	testkit.Diff(t, "entries after failures", []string{"k=old/private"}, e.list("", "alice", ""))
 	testkit.Diff(t, "usage after failures", usageOf(4, 1), e.usage("alice", "private", ""))
@@ -248,13 +248,13 @@ func TestRestartKeepsEverything(t *testing.T) {
 	e.remember("", "alice", "k", "v", "private", "")
 	e.prompt("", "alice", "tenant", "T1", "")
 	e.prompt("", "alice", "tenant", "T2", "")
-	e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant/current/1", user: "alice"})
+	e.OK(testkit.Call{Method: "PUT", Target: "/v1/system-prompts/tenant/current/1", User: "alice"})
 
 	r := newEnvOver(t, e.st, e.clk)
 	testkit.Diff(t, "entries", []string{"k=v/private"}, r.list("", "alice", ""))
 	testkit.Diff(t, "usage", usageOf(2, 1), r.usage("alice", "private", ""))
-	testkit.Diff(t, "current prompt", "T1", field(r.ok(req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"}), "content"))
-	testkit.Diff(t, "next version", float64(3), field(r.ok(req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "T3"}}), "n"))
+	testkit.Diff(t, "current prompt", "T1", testkit.Field(r.OK(testkit.Call{Method: "GET", Target: "/v1/system-prompts/tenant", User: "alice"}), "content"))
+	testkit.Diff(t, "next version", float64(3), testkit.Field(r.OK(testkit.Call{Method: "PUT", Target: "/v1/system-prompts/tenant", User: "alice", Body: map[string]any{"content": "T3"}}), "n"))
 }
 
 // TestUsageMatchesEntries checks the usage counter against the entries after
@@ -269,12 +269,12 @@ func TestUsageMatchesEntries(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(uint64(g), 1))
 			for range 40 {
 				key := fmt.Sprintf("k%d", rnd.IntN(12))
-				q := req{method: "DELETE", path: "/v1/memory?visibility=public&key=" + key, user: fmt.Sprintf("user%d", g)}
+				q := testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=public&key=" + key, User: fmt.Sprintf("user%d", g)}
 				if rnd.IntN(4) != 0 {
-					q.method, q.path = "POST", "/v1/memory"
-					q.body = map[string]any{"key": key, "value": repeat(1 + rnd.IntN(4000)), "visibility": "public"}
+					q.Method, q.Target = "POST", "/v1/memory"
+					q.Body = map[string]any{"key": key, "value": repeat(1 + rnd.IntN(4000)), "visibility": "public"}
 				}
-				r, err := request(q, nil).Build()
+				r, err := q.Request().Build()
 				if err != nil {
 					t.Error(err)
 					return
@@ -288,10 +288,10 @@ func TestUsageMatchesEntries(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	list := e.ok(req{method: "GET", path: "/v1/memory?visibility=public", user: "alice"})
+	list := e.OK(testkit.Call{Method: "GET", Target: "/v1/memory?visibility=public", User: "alice"})
 	used, n := 0, 0
-	for _, d := range field(list, "data").([]any) {
-		used += len(field(d, "key").(string)) + len(field(d, "value").(string))
+	for _, d := range testkit.Field(list, "data").([]any) {
+		used += len(testkit.Field(d, "key").(string)) + len(testkit.Field(d, "value").(string))
 		n++
 	}
 	if used > memory.BucketCapBytes {

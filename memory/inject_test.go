@@ -63,9 +63,9 @@ func TestSystemContext(t *testing.T) {
 			setup: func(e *env) {
 				e.prompt("", "alice", "tenant", "T1", "")
 				e.prompt("", "alice", "tenant", "T2", "")
-				e.ok(req{method: "PUT", path: "/v1/system-prompts/tenant/current/1", user: "alice"})
+				e.OK(testkit.Call{Method: "PUT", Target: "/v1/system-prompts/tenant/current/1", User: "alice"})
 				e.prompt("", "alice", "user", "U1", "")
-				e.ok(req{method: "DELETE", path: "/v1/system-prompts/user", user: "alice"})
+				e.OK(testkit.Call{Method: "DELETE", Target: "/v1/system-prompts/user", User: "alice"})
 			},
 			user: "alice",
 			want: "T1",
@@ -82,7 +82,7 @@ func TestSystemContext(t *testing.T) {
 			name: "deleted entries are gone",
 			setup: func(e *env) {
 				e.remember("", "alice", "k", "v", "private", "")
-				e.ok(req{method: "DELETE", path: "/v1/memory?visibility=private&key=k", user: "alice"})
+				e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=private&key=k", User: "alice"})
 			},
 			user: "alice",
 			want: "",

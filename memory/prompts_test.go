@@ -80,13 +80,13 @@ func TestPromptTransitions(t *testing.T) {
 	for _, s := range steps {
 		e.clk.Advance(time.Minute)
 		e.Run(t, s.name, func(t *testing.T) {
-			status, body := e.do(req{method: s.method, path: s.path, user: "alice", body: s.body})
+			status, body := e.JSON(testkit.Call{Method: s.method, Target: s.path, User: "alice", Body: s.body})
 			testkit.Diff(t, "error", s.want, testkit.ErrorOf(t, status, body))
 			if s.wantBody != nil {
 				testkit.Diff(t, "answer", s.wantBody, body)
 			}
 			if s.versions != nil {
-				testkit.Diff(t, "versions", s.versions, e.ok(req{method: "GET", path: base + "/versions", user: "alice"}))
+				testkit.Diff(t, "versions", s.versions, e.OK(testkit.Call{Method: "GET", Target: base + "/versions", User: "alice"}))
 			}
 		})
 	}
@@ -127,7 +127,7 @@ func TestPromptValidation(t *testing.T) {
 		{"user level read without user", "GET", "/v1/system-prompts/user/versions", "", nil, testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
 	}
 	for _, tc := range tests {
-		e.failsIn(t, tc.name, req{method: tc.method, path: tc.path, user: tc.user, body: tc.body}, tc.want)
+		e.failsIn(t, tc.name, testkit.Call{Method: tc.method, Target: tc.path, User: tc.user, Body: tc.body}, tc.want)
 	}
 }
 
@@ -143,7 +143,7 @@ func TestPromptSubjects(t *testing.T) {
 	e.prompt("other", "alice", "tenant", "other", "")
 
 	current := func(path, user, tenant string) any {
-		return field(e.ok(req{method: "GET", path: path, user: user, tenant: tenant}), "content")
+		return testkit.Field(e.OK(testkit.Call{Method: "GET", Target: path, User: user, Tenant: tenant}), "content")
 	}
 	testkit.Diff(t, "alice", "alice's", current("/v1/system-prompts/user", "alice", ""))
 	testkit.Diff(t, "bob", "bob's", current("/v1/system-prompts/user", "bob", ""))
@@ -153,14 +153,14 @@ func TestPromptSubjects(t *testing.T) {
 	testkit.Diff(t, "lab scope", "lab scope", current("/v1/system-prompts/scope?scope_id=lab", "bob", ""))
 	testkit.Diff(t, "tenant", "acme", current("/v1/system-prompts/tenant", "bob", ""))
 	testkit.Diff(t, "other tenant", "other", current("/v1/system-prompts/tenant", "bob", "other"))
-	e.fails(req{method: "GET", path: "/v1/system-prompts/user", user: "carol"}, testkit.WantError(errcat.SystemPromptVersionNotFound, "version"))
-	e.fails(req{method: "GET", path: "/v1/system-prompts/scope", user: "alice", tenant: "other"}, testkit.WantError(errcat.SystemPromptVersionNotFound, "version"))
+	e.Fails(testkit.Call{Method: "GET", Target: "/v1/system-prompts/user", User: "carol"}, testkit.WantError(errcat.SystemPromptVersionNotFound, "version"))
+	e.Fails(testkit.Call{Method: "GET", Target: "/v1/system-prompts/scope", User: "alice", Tenant: "other"}, testkit.WantError(errcat.SystemPromptVersionNotFound, "version"))
 	// Versions are numbered per subject; bob cannot touch alice's versions.
-	e.fails(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"}, testkit.WantError(errcat.SystemPromptCurrentLocked, "version"))
-	e.ok(req{method: "DELETE", path: "/v1/system-prompts/user", user: "bob"})
-	e.ok(req{method: "DELETE", path: "/v1/system-prompts/user/v/1", user: "bob"})
+	e.Fails(testkit.Call{Method: "DELETE", Target: "/v1/system-prompts/user/v/1", User: "bob"}, testkit.WantError(errcat.SystemPromptCurrentLocked, "version"))
+	e.OK(testkit.Call{Method: "DELETE", Target: "/v1/system-prompts/user", User: "bob"})
+	e.OK(testkit.Call{Method: "DELETE", Target: "/v1/system-prompts/user/v/1", User: "bob"})
 	testkit.Diff(t, "alice after bob's delete", "alice's", current("/v1/system-prompts/user", "alice", ""))
-	e.ok(req{method: "PUT", path: "/v1/system-prompts/scope/current/1?scope_id=team", user: "alice"})
+	e.OK(testkit.Call{Method: "PUT", Target: "/v1/system-prompts/scope/current/1?scope_id=team", User: "alice"})
 	testkit.Diff(t, "team scope rolled back", "team scope", current("/v1/system-prompts/scope?scope_id=team", "bob", ""))
 }
 
@@ -169,14 +169,14 @@ func TestPromptStorageError(t *testing.T) {
 	e.prompt("", "alice", "tenant", "A", "")
 	e.prompt("", "alice", "tenant", "B", "")
 	e.failStorage(
-		req{method: "PUT", path: "/v1/system-prompts/tenant", user: "alice", body: map[string]any{"content": "C"}},
-		req{method: "GET", path: "/v1/system-prompts/tenant", user: "alice"},
-		req{method: "GET", path: "/v1/system-prompts/tenant/versions", user: "alice"},
-		req{method: "PUT", path: "/v1/system-prompts/tenant/current/1", user: "alice"},
-		req{method: "DELETE", path: "/v1/system-prompts/tenant/v/1", user: "alice"},
-		req{method: "DELETE", path: "/v1/system-prompts/tenant", user: "alice"},
+		testkit.Call{Method: "PUT", Target: "/v1/system-prompts/tenant", User: "alice", Body: map[string]any{"content": "C"}},
+		testkit.Call{Method: "GET", Target: "/v1/system-prompts/tenant", User: "alice"},
+		testkit.Call{Method: "GET", Target: "/v1/system-prompts/tenant/versions", User: "alice"},
+		testkit.Call{Method: "PUT", Target: "/v1/system-prompts/tenant/current/1", User: "alice"},
+		testkit.Call{Method: "DELETE", Target: "/v1/system-prompts/tenant/v/1", User: "alice"},
+		testkit.Call{Method: "DELETE", Target: "/v1/system-prompts/tenant", User: "alice"},
 	)
 	testkit.Diff(t, "versions after failures", map[string]any{"object": "list", "level": "tenant", "current": 2.0,
 		"data": []any{ver(1, "A", false, 0), ver(2, "B", true, 0)}},
-		e.ok(req{method: "GET", path: "/v1/system-prompts/tenant/versions", user: "alice"}))
+		e.OK(testkit.Call{Method: "GET", Target: "/v1/system-prompts/tenant/versions", User: "alice"}))
 }

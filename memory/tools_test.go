@@ -25,11 +25,11 @@ func publicArgs(key, value string) map[string]any {
 func (e *env) confirmToken(tenant, user string, args map[string]any) string {
 	e.T.Helper()
 	status, body := e.tool(tenant, user, "memory_remember", args)
-	if status != http.StatusOK || field(body, "confirm_required") != true {
+	if status != http.StatusOK || testkit.Field(body, "confirm_required") != true {
 		e.T.Fatalf("memory_remember %v: %d %v, want confirm_required", args, status, body)
 	}
-	testkit.Diff(e.T, "expires_in", 60.0, field(body, "expires_in"))
-	tok, _ := field(body, "confirm_token").(string)
+	testkit.Diff(e.T, "expires_in", 60.0, testkit.Field(body, "expires_in"))
+	tok, _ := testkit.Field(body, "confirm_token").(string)
 	if tok == "" {
 		e.T.Fatalf("no confirm_token in %v", body)
 	}
@@ -198,7 +198,7 @@ func TestRememberBucketFull(t *testing.T) {
 	e.remember("", "bob", "other", "x", "public", "")
 	status, body = e.tool("", "alice", "memory_remember", with(publicArgs("k", big), "confirm_token", tok))
 	testkit.Diff(t, "full at write", full, testkit.ErrorOf(t, status, body))
-	e.ok(req{method: "DELETE", path: "/v1/memory?visibility=public&key=other", user: "bob"})
+	e.OK(testkit.Call{Method: "DELETE", Target: "/v1/memory?visibility=public&key=other", User: "bob"})
 	status, body = e.tool("", "alice", "memory_remember", with(publicArgs("k", big), "confirm_token", tok))
 	testkit.Diff(t, "retry with the same token", testkit.Error{}, testkit.ErrorOf(t, status, body))
 
@@ -258,14 +258,14 @@ func TestMemoryToolErrors(t *testing.T) {
 		{"arguments not an object", "memory_forget", "alice", []int{1}, testkit.WantError(errcat.InvalidField, "body.arguments")},
 	}
 	for _, tc := range tests {
-		e.failsIn(t, tc.name, req{method: "POST", path: "/v1/tools/execute", user: tc.user,
-			body: map[string]any{"name": tc.tool, "arguments": tc.args}}, tc.want)
+		e.failsIn(t, tc.name, testkit.Call{Method: "POST", Target: "/v1/tools/execute", User: tc.user,
+			Body: map[string]any{"name": tc.tool, "arguments": tc.args}}, tc.want)
 	}
 }
 
 func TestMemoryToolsNeedMemoryWrite(t *testing.T) {
 	e := newEnv(t)
-	e.deny = []string{"memory:write"}
+	e.Deny = []string{"memory:write"}
 	for _, name := range []string{"memory_remember", "memory_forget"} {
 		status, body := e.tool("", "alice", name, map[string]any{"key": "k", "value": "v", "visibility": "private"})
 		testkit.Diff(t, name, testkit.WantError(errcat.Forbidden, ""), testkit.ErrorOf(t, status, body))
@@ -300,13 +300,13 @@ func TestMemoryToolsStorageError(t *testing.T) {
 
 func TestToolsInspect(t *testing.T) {
 	e := newEnv(t)
-	body := e.ok(req{method: "POST", path: "/v1/tools/execute", body: map[string]any{"inspect": true}})
+	body := e.OK(testkit.Call{Method: "POST", Target: "/v1/tools/execute", Body: map[string]any{"inspect": true}})
 	var names []string
-	for _, tl := range field(body, "tools").([]any) {
-		names = append(names, field(tl, "name").(string))
-		params, _ := field(tl, "parameters").(map[string]any)
+	for _, tl := range testkit.Field(body, "tools").([]any) {
+		names = append(names, testkit.Field(tl, "name").(string))
+		params, _ := testkit.Field(tl, "parameters").(map[string]any)
 		if params["type"] != "object" {
-			t.Errorf("tool %v: parameters %v are not an object schema", field(tl, "name"), params)
+			t.Errorf("tool %v: parameters %v are not an object schema", testkit.Field(tl, "name"), params)
 		}
 	}
 	testkit.Diff(t, "tools", []string{"current_time", "memory_forget", "memory_remember"}, names)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"log/slog"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -22,7 +21,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/auth"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -54,12 +53,17 @@ func audioForm(fields ...audioField) string {
 	return b.String()
 }
 
-func (e *mediaEnv) transcribe(body io.Reader, contentType string, tenant *auth.Tenant) *httptest.ResponseRecorder {
-	h := http.Header{}
+// transcribe serves body, with contentType ("": none), as
+// POST /v1/audio/transcriptions of a member of tenant.
+func (e *mediaEnv) transcribe(t *testing.T, body io.Reader, contentType string, tenant *auth.Tenant) *httptest.ResponseRecorder {
+	t.Helper()
+	r := testkit.NewRequest(t, testkit.Request{Method: "POST", Target: "/v1/audio/transcriptions", Body: body,
+		Principal: testkit.Member(tenant)})
+	r.Header.Del("Content-Type") // not testkit's JSON default
 	if contentType != "" {
-		h.Set("Content-Type", contentType)
+		r.Header.Set("Content-Type", contentType)
 	}
-	return mediaServe(e.svc.Transcriptions, mediaReq("POST", "/v1/audio/transcriptions", body, tenant, h))
+	return testkit.Record(e.svc.Transcriptions, r)
 }
 
 func TestAudioErrors(t *testing.T) {
@@ -70,31 +74,31 @@ func TestAudioErrors(t *testing.T) {
 		contentType string
 		body        string
 		tenant      *auth.Tenant
-		want        mediaErr
+		want        testkit.Error
 	}{
 		{"no content type", "", audioForm(audioField{"model", "", "lm-transcribe"}, file), nil,
-			mediaErr{400, "invalid_field", "headers.content-type"}},
-		{"JSON", "application/json", `{"model":"lm-transcribe"}`, nil, mediaErr{400, "invalid_field", "headers.content-type"}},
+			testkit.Error{Status: 400, Code: "invalid_field", Param: "headers.content-type"}},
+		{"JSON", "application/json", `{"model":"lm-transcribe"}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "headers.content-type"}},
 		{"no boundary", "multipart/form-data", audioForm(audioField{"model", "", "lm-transcribe"}, file), nil,
-			mediaErr{400, "invalid_field", "headers.content-type"}},
+			testkit.Error{Status: 400, Code: "invalid_field", Param: "headers.content-type"}},
 		{"other multipart", "multipart/mixed; boundary=" + audioBoundary, audioForm(audioField{"model", "", "lm-transcribe"}, file), nil,
-			mediaErr{400, "invalid_field", "headers.content-type"}},
-		{"not multipart", audioCT, "model=lm-transcribe", nil, mediaErr{400, "invalid_json", "<null>"}},
-		{"cut before model", audioCT, strings.TrimSuffix(audioForm(file), "--\r\n"), nil, mediaErr{400, "invalid_json", "<null>"}},
-		{"no model", audioCT, audioForm(file, audioField{"language", "", "en"}), nil, mediaErr{400, "missing_field", "model"}},
-		{"empty model", audioCT, audioForm(audioField{"model", "", ""}, file), nil, mediaErr{400, "missing_field", "model"}},
+			testkit.Error{Status: 400, Code: "invalid_field", Param: "headers.content-type"}},
+		{"not multipart", audioCT, "model=lm-transcribe", nil, testkit.Error{Status: 400, Code: "invalid_json"}},
+		{"cut before model", audioCT, strings.TrimSuffix(audioForm(file), "--\r\n"), nil, testkit.Error{Status: 400, Code: "invalid_json"}},
+		{"no model", audioCT, audioForm(file, audioField{"language", "", "en"}), nil, testkit.Error{Status: 400, Code: "missing_field", Param: "model"}},
+		{"empty model", audioCT, audioForm(audioField{"model", "", ""}, file), nil, testkit.Error{Status: 400, Code: "missing_field", Param: "model"}},
 		{"model as a file", audioCT, audioForm(audioField{"model", "model.txt", "lm-transcribe"}, file), nil,
-			mediaErr{400, "missing_field", "model"}},
+			testkit.Error{Status: 400, Code: "missing_field", Param: "model"}},
 		{"chat model", audioCT, audioForm(audioField{"model", "", "lm-4-scout"}, file), nil,
-			mediaErr{400, "model_not_in_allowlist", "model"}},
+			testkit.Error{Status: 400, Code: "model_not_in_allowlist", Param: "model"}},
 		{"unknown model", audioCT, audioForm(file, audioField{"model", "", "whisper-1"}), nil,
-			mediaErr{400, "model_not_in_allowlist", "model"}},
+			testkit.Error{Status: 400, Code: "model_not_in_allowlist", Param: "model"}},
 		{"very long model", audioCT, audioForm(audioField{"model", "", strings.Repeat("m", 5000)}, file), nil,
-			mediaErr{400, "model_not_in_allowlist", "model"}},
+			testkit.Error{Status: 400, Code: "model_not_in_allowlist", Param: "model"}},
 		{"not in tenant allowlist", audioCT, audioForm(audioField{"model", "", "lm-transcribe"}, file), noAudio,
-			mediaErr{400, "model_not_in_allowlist", "model"}},
+			testkit.Error{Status: 400, Code: "model_not_in_allowlist", Param: "model"}},
 		{"user_id before the model", audioCT, audioForm(file, audioField{"user_id", "", "u-1"}, audioField{"model", "", "lm-transcribe"}), nil,
-			mediaErr{400, "invalid_field", "body.user_id"}},
+			testkit.Error{Status: 400, Code: "invalid_field", Param: "body.user_id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +107,7 @@ func TestAudioErrors(t *testing.T) {
 			if tenant == nil {
 				tenant = mediaTenant
 			}
-			wantMediaErr(t, e.transcribe(strings.NewReader(tt.body), tt.contentType, tenant), tt.want)
+			testkit.CheckError(t, e.transcribe(t, strings.NewReader(tt.body), tt.contentType, tenant), tt.want)
 			if n := e.backend.CallCount(); n != 0 {
 				t.Errorf("upstream got %d calls, want none", n)
 			}
@@ -125,10 +129,10 @@ func TestAudioBodyTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newMediaEnv(t)
-			r := mediaReq("POST", "/v1/audio/transcriptions", strings.NewReader(tt.body), mediaTenant,
-				http.Header{"Content-Type": {audioCT}})
+			r := testkit.NewRequest(t, testkit.Request{Method: "POST", Target: "/v1/audio/transcriptions", Body: strings.NewReader(tt.body),
+				Header: http.Header{"Content-Type": {audioCT}}, Principal: testkit.Member(mediaTenant)})
 			r.Body = http.MaxBytesReader(nil, r.Body, 2<<20) // as the middleware bounds it
-			wantMediaErr(t, mediaServe(e.svc.Transcriptions, r), mediaErr{413, "body_too_large", "<null>"})
+			testkit.CheckError(t, testkit.Record(e.svc.Transcriptions, r), testkit.Error{Status: 413, Code: "body_too_large"})
 		})
 	}
 }
@@ -138,15 +142,15 @@ func TestAudioUpstreamErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		reply upstreamtest.Reply
-		want  mediaErr
+		want  testkit.Error
 	}{
-		{"4xx passed on", upstreamtest.Reply{Status: 415, ErrorMessage: "unsupported audio"}, mediaErr{415, "upstream_bad_request", "<null>"}},
-		{"5xx", upstreamtest.Reply{Status: 500}, mediaErr{502, "upstream_error", "<null>"}},
+		{"4xx passed on", upstreamtest.Reply{Status: 415, ErrorMessage: "unsupported audio"}, testkit.Error{Status: 415, Code: "upstream_bad_request"}},
+		{"5xx", upstreamtest.Reply{Status: 500}, testkit.Error{Status: 502, Code: "upstream_error"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newMediaEnv(t, upstreamtest.WithReply(tt.reply))
-			wantMediaErr(t, e.transcribe(strings.NewReader(form), audioCT, mediaTenant), tt.want)
+			testkit.CheckError(t, e.transcribe(t, strings.NewReader(form), audioCT, mediaTenant), tt.want)
 		})
 	}
 }
@@ -178,9 +182,9 @@ func TestAudioPassthrough(t *testing.T) {
 				h = e.svc.Translations
 			}
 			form := audioForm(tt.fields...)
-			r := mediaReq("POST", "/v1/audio/"+tt.endpoint, strings.NewReader(form), mediaTenant,
-				http.Header{"Content-Type": {audioCT}})
-			w := mediaServe(h, r)
+			r := testkit.NewRequest(t, testkit.Request{Method: "POST", Target: "/v1/audio/" + tt.endpoint, Body: strings.NewReader(form),
+				Header: http.Header{"Content-Type": {audioCT}}, Principal: testkit.Member(mediaTenant)})
+			w := testkit.Record(h, r)
 			if w.Code != http.StatusOK {
 				t.Fatalf("status %d: %s", w.Code, w.Body.String())
 			}
@@ -249,8 +253,8 @@ func TestAudioUserIDField(t *testing.T) {
 		e := newMediaEnv(t)
 		form := audioForm(audioField{"model", "", "lm-transcribe"}, audioField{"file", "a.wav", "RIFF"},
 			audioField{"user_id", "", "u-1"})
-		wantMediaErr(t, e.transcribe(strings.NewReader(form), audioCT, mediaTenant),
-			mediaErr{400, "invalid_field", "body.user_id"})
+		testkit.CheckError(t, e.transcribe(t, strings.NewReader(form), audioCT, mediaTenant),
+			testkit.Error{Status: 400, Code: "invalid_field", Param: "body.user_id"})
 	})
 	t.Run("before a big file", func(t *testing.T) {
 		userPart := "--" + audioBoundary + "\r\nContent-Disposition: form-data; name=\"user_id\"\r\n\r\nu-1\r\n"
@@ -259,8 +263,9 @@ func TestAudioUserIDField(t *testing.T) {
 		up := &streamUpstream{client: client, tmpDir: t.TempDir()}
 		cat, _ := upstream.DefaultCatalog()
 		svc := openai.New(openai.Config{Upstream: up, Catalog: cat})
-		r := mediaReq("POST", "/v1/audio/transcriptions", client, mediaTenant, http.Header{"Content-Type": {audioCT}})
-		wantMediaErr(t, mediaServe(svc.Transcriptions, r), mediaErr{400, "invalid_field", "body.user_id"})
+		r := testkit.NewRequest(t, testkit.Request{Method: "POST", Target: "/v1/audio/transcriptions", Body: client,
+			Header: http.Header{"Content-Type": {audioCT}}, Principal: testkit.Member(mediaTenant)})
+		testkit.CheckError(t, testkit.Record(svc.Transcriptions, r), testkit.Error{Status: 400, Code: "invalid_field", Param: "body.user_id"})
 		if up.n > 1<<20 {
 			t.Errorf("the upstream got %d bytes; want the upload cut soon after the user_id field", up.n)
 		}
@@ -373,12 +378,13 @@ func TestAudioStreamsLargeUpload(t *testing.T) {
 			up := &streamUpstream{client: client, tmpDir: tmp}
 			cat, _ := upstream.DefaultCatalog()
 			svc := openai.New(openai.Config{Upstream: up, Catalog: cat})
-			r := mediaReq("POST", "/v1/audio/transcriptions", client, mediaTenant, http.Header{"Content-Type": {audioCT}})
+			r := testkit.NewRequest(t, testkit.Request{Method: "POST", Target: "/v1/audio/transcriptions", Body: client,
+				Header: http.Header{"Content-Type": {audioCT}}, Principal: testkit.Member(mediaTenant)})
 
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			w := mediaServe(svc.Transcriptions, r)
+			w := testkit.Record(svc.Transcriptions, r)
 			runtime.ReadMemStats(&after)
 
 			if w.Code != 200 || w.Body.String() != `{"text":"long"}` {
@@ -395,7 +401,7 @@ func TestAudioStreamsLargeUpload(t *testing.T) {
 				t.Errorf("upstream got %d bytes (digest %x), want the %d bytes sent (digest %x)", up.n, up.digest, wantLen, wantDigest)
 			}
 			if up.req.Alias != "lm-transcribe" || up.req.Path != "/audio/transcriptions" || up.req.ContentType != audioCT ||
-				up.req.RequestID != "req-7" || up.req.Body != nil {
+				up.req.RequestID != testkit.RequestID || up.req.Body != nil {
 				t.Errorf("upstream request %+v", up.req)
 			}
 			// Allocation during the whole request stays far below the upload.
@@ -455,7 +461,7 @@ func TestAudioStreamsThroughRouter(t *testing.T) {
 			defer backend.Close()
 			e := newMediaEnvWith(t, nil, upstream.Backends{LocalURL: backend.URL + "/v1"})
 
-			w := e.transcribe(client, audioCT, mediaTenant)
+			w := e.transcribe(t, client, audioCT, mediaTenant)
 			if w.Code != 200 || w.Body.String() != `{"text":"routed"}` {
 				t.Fatalf("answer %d %s", w.Code, w.Body.String())
 			}
@@ -536,9 +542,7 @@ func TestAudioUpstreamAnswersEarly(t *testing.T) {
 	handlerDone := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(handlerDone)
-		ctx := auth.NewContext(r.Context(), &auth.Principal{TokenID: "tok", Tenant: mediaTenant, Role: auth.RoleMember})
-		ctx = httpx.WithInfo(ctx, &httpx.Info{RequestID: "req-9", Logger: slog.New(slog.DiscardHandler)})
-		r = r.WithContext(ctx)
+		r = r.WithContext(testkit.Context(r.Context(), testkit.Member(mediaTenant)))
 		r.Body = &stallBody{ReadCloser: r.Body, returned: &returned, late: &late, stallAt: int64(sent), blocked: blocked}
 		svc.Transcriptions(w, r)
 		returned.Store(true)
@@ -595,7 +599,7 @@ func TestAudioFallbackNotice(t *testing.T) {
 	backend := upstreamtest.New(t)
 	e := newMediaEnvWith(t, backend, upstream.Backends{LocalURL: upstreamtest.RefusedURL(t), CloudAURL: backend.URL})
 	form := audioForm(audioField{"model", "", "lm-transcribe"}, audioField{"file", "a.wav", "RIFF"})
-	w := e.transcribe(strings.NewReader(form), audioCT, mediaTenant)
+	w := e.transcribe(t, strings.NewReader(form), audioCT, mediaTenant)
 	if w.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", w.Code, w.Body.String())
 	}

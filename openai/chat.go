@@ -46,20 +46,11 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	var capture *relay.Capture // for the usage, when a quota applies
-	if ticket != nil {
-		// Only the usage: a /v1 stream is relayed in constant memory however
-		// long it runs.
-		capture = &relay.Capture{UsageOnly: true}
-	}
-	answered := false // upstream.Do succeeded: the upstream spent tokens
-	defer func() {
-		if answered {
-			ticket.Settle(ctx, capture.UsedTokens())
-		} else {
-			ticket.Cancel(ctx)
-		}
-	}()
+	// The relay settles the ticket to the answer's usage, capturing only the
+	// usage (a /v1 stream is relayed in constant memory however long it runs).
+	// The first of Settle and Cancel ends a ticket, so this Cancel releases it
+	// only when there is no answer to relay: the upstream call failed.
+	defer ticket.Cancel(ctx)
 
 	info := httpx.InfoFrom(ctx)
 	resp, err := s.up.Do(ctx, &upstream.Request{
@@ -73,7 +64,6 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	answered = true
 	var notices []relay.Notice
 	if resp.Fallback {
 		notices = append(notices, relay.BackendFallback(resp))
@@ -82,7 +72,7 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		Stream:    pf.Stream,
 		Notices:   notices,
 		Applied:   pf.Applied(),
-		Capture:   capture,
+		Ticket:    ticket,
 		Keepalive: s.keepalive,
 		Model:     pf.Model.Alias,
 		Clock:     s.clock,

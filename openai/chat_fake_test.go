@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/auth"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -113,26 +112,12 @@ func newService(up upstream.Upstream, edit ...func(*openai.Config)) *openai.Serv
 
 var allTenants = &auth.Tenant{ID: "acme"}
 
-// request builds a request as the gateway's middleware hands it over.
+// request is a request of a member of tenant, as testkit builds it (a string
+// body always builds), in the argument order of the many tests that send
+// one.
 func request(method, target, body string, tenant *auth.Tenant, header http.Header) *http.Request {
-	r := httptest.NewRequest(method, target, strings.NewReader(body))
-	for k, v := range header {
-		r.Header[k] = v
-	}
-	return r.WithContext(gatewayContext(r.Context(), tenant))
-}
-
-// gatewayContext adds to ctx what the middleware puts there: the principal
-// and the request info.
-func gatewayContext(ctx context.Context, tenant *auth.Tenant) context.Context {
-	ctx = auth.NewContext(ctx, &auth.Principal{TokenID: "tok", Tenant: tenant, Role: auth.RoleMember})
-	return httpx.WithInfo(ctx, &httpx.Info{RequestID: "req-42", Logger: slog.New(slog.DiscardHandler)})
-}
-
-func serve(h http.HandlerFunc, r *http.Request) *httptest.ResponseRecorder {
-	w := httptest.NewRecorder()
-	h(w, r)
-	return w
+	r, _ := testkit.Request{Method: method, Target: target, Body: body, Header: header, Principal: testkit.Member(tenant)}.Build()
+	return r
 }
 
 // envelope is the error body.

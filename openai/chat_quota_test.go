@@ -64,11 +64,11 @@ func TestChatCompletionsQuotaRequestsPerDay(t *testing.T) {
 	e := newQuotaEnv()
 	acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm-4-scout-local": {RequestsPerDay: 2}}}
 	for i := range 2 {
-		if w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil)); w.Code != 200 {
+		if w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil)); w.Code != 200 {
 			t.Fatalf("request %d = %d %s", i+1, w.Code, w.Body)
 		}
 	}
-	w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", `,"stream":true`), acme, nil))
+	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", `,"stream":true`), acme, nil))
 	want := `{"error":{"type":"rate_limit_error","code":"model_quota_exhausted",` +
 		`"message":"The tenant's daily budget for this model is used up; it resets at midnight UTC (see Retry-After).",` +
 		`"param":null},"gw_code":"model_quota_exhausted"}`
@@ -85,11 +85,11 @@ func TestChatCompletionsQuotaRequestsPerDay(t *testing.T) {
 		t.Errorf("%d upstream calls; want 2", n)
 	}
 	// Aliases without a budget, and the next UTC day, are admitted.
-	if w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout", ""), acme, nil)); w.Code != 200 {
+	if w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout", ""), acme, nil)); w.Code != 200 {
 		t.Errorf("alias without budget = %d %s", w.Code, w.Body)
 	}
 	e.clock.Advance(12 * time.Hour)
-	if w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil)); w.Code != 200 {
+	if w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil)); w.Code != 200 {
 		t.Errorf("after the reset = %d %s", w.Code, w.Body)
 	}
 }
@@ -129,7 +129,7 @@ func TestChatCompletionsQuotaTokensSettle(t *testing.T) {
 			up := tc.respond()
 			s := newService(up, func(c *openai.Config) { c.Quota = e.quota })
 			acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{alias: {TokensPerDay: 10000}}}
-			w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody(alias, tc.extra), acme, nil))
+			w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody(alias, tc.extra), acme, nil))
 			if w.Code != tc.status {
 				t.Fatalf("status = %d %s; want %d", w.Code, w.Body, tc.status)
 			}
@@ -150,7 +150,7 @@ func TestChatCompletionsQuotaStoreDown(t *testing.T) {
 	e := newQuotaEnv()
 	e.st.FailWith(func(string) error { return errors.New("database unreachable") })
 	acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm-4-scout-local": {RequestsPerDay: 2}}}
-	w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil))
+	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil))
 	if w.Code != 500 || errcat.Code(asJSON(t, w.Body.String()).(map[string]any)["gw_code"].(string)) != errcat.StorageError {
 		t.Errorf("= %d %s; want 500 storage_error", w.Code, w.Body)
 	}
@@ -163,7 +163,7 @@ func TestChatCompletionsQuotaFloored(t *testing.T) {
 	e := newQuotaEnv()
 	acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm-reason": {TokensPerDay: 10000}}}
 	e.up.respond = answerSSE(streamTranscript)
-	w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-reason", `,"stream":true,"max_tokens":50`), acme, nil))
+	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-reason", `,"stream":true,"max_tokens":50`), acme, nil))
 	if w.Code != 200 || w.Header().Get("Gw-Applied") != "max_tokens_floored=200" {
 		t.Fatalf("= %d %v %s", w.Code, w.Header(), w.Body)
 	}
@@ -177,14 +177,14 @@ func TestChatCompletionsQuotaCloudB(t *testing.T) {
 	acme := &auth.Tenant{ID: "acme",
 		Models: []string{"lm-4-scout", "lm-4-scout-local", "lm-reason", "lm-4-scout-cloudB"},
 		Quotas: map[string]auth.Quota{"lm-4-scout-cloudB": {RequestsPerDay: 1}, "lm-reason": {RequestsPerDay: 1}}}
-	if w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-cloudB", ""), acme, nil)); w.Code != 200 {
+	if w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-cloudB", ""), acme, nil)); w.Code != 200 {
 		t.Fatalf("first = %d %s", w.Code, w.Body)
 	}
 	// lm-reason's own budget is used up: it is not offered.
-	if w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-reason", ""), acme, nil)); w.Code != 200 {
+	if w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-reason", ""), acme, nil)); w.Code != 200 {
 		t.Fatalf("lm-reason = %d %s", w.Code, w.Body)
 	}
-	w := serve(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-cloudB", `,"stream":true`), acme, nil))
+	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-cloudB", `,"stream":true`), acme, nil))
 	want := `{"error":{"type":"rate_limit_error","code":"cloudB_daily_quota_exhausted",` +
 		`"message":"The daily quota of model lm-4-scout-cloudB is used up; retry with one of available_fallbacks as model, or after the reset at 00:00 UTC (see Retry-After).",` +
 		`"param":"model"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-4-scout-local"]}`
@@ -211,7 +211,7 @@ func TestChatCompletionsWithoutQuota(t *testing.T) {
 	s := newService(up)
 	acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm-4-scout-local": {RequestsPerDay: 1}}}
 	for range 3 {
-		if w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil)); w.Code != 200 {
+		if w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", ""), acme, nil)); w.Code != 200 {
 			t.Fatalf("= %d %s", w.Code, w.Body)
 		}
 	}

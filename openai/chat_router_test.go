@@ -29,7 +29,7 @@ func chatThroughRouter(t *testing.T, body string, localReply, cloudReply upstrea
 	}
 	t.Cleanup(func() { router.Close() })
 	s := openai.New(openai.Config{Upstream: router, Catalog: router.Catalog()})
-	w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
+	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
 	return w.Body.String(), local, cloud
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/upstream"
 )
@@ -64,7 +65,7 @@ func TestChatCompletionsClientDisconnect(t *testing.T) {
 		up := pipeUpstream(body)
 		s := newService(up)
 		ctx, cancel := context.WithCancel(context.Background())
-		r := httptest.NewRequestWithContext(gatewayContext(ctx, allTenants), "POST", "/v1/chat/completions", strings.NewReader(streamBody))
+		r := httptest.NewRequestWithContext(testkit.Context(ctx, testkit.Member(allTenants)), "POST", "/v1/chat/completions", strings.NewReader(streamBody))
 		w := newLockedRecorder()
 		done := make(chan struct{})
 		go func() {
@@ -105,7 +106,7 @@ func TestChatCompletionsClientDisconnectHTTP(t *testing.T) {
 	handlerDone := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(handlerDone)
-		s.ChatCompletions(w, r.WithContext(gatewayContext(r.Context(), allTenants)))
+		s.ChatCompletions(w, r.WithContext(testkit.Context(r.Context(), testkit.Member(allTenants))))
 	}))
 	defer srv.Close()
 

@@ -10,8 +10,6 @@ import (
 	"image"
 	"image/png"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -86,7 +84,7 @@ func TestChatCompletionsErrors(t *testing.T) {
 			if tenant == nil {
 				tenant = allTenants
 			}
-			w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", tt.body, tenant, nil))
+			w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", tt.body, tenant, nil))
 			e := decodeEnvelope(t, w)
 			param := ""
 			if e.Error.Param != nil {
@@ -108,7 +106,7 @@ func TestChatCompletionsForwardsVerbatim(t *testing.T) {
 	up := &fakeUpstream{}
 	s := newService(up)
 	body := `{"messages":[{"role":"user","content":"hi"}],"user":"end-user-7","x_vendor":{"k":[1,2.50,null]},"model":"lm-4-scout","n":1}`
-	w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
+	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
 	if w.Code != 200 || w.Body.String() != completionJSON || w.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("answer %d %q %v, want 200 and the completion verbatim", w.Code, w.Body, w.Header())
 	}
@@ -123,7 +121,7 @@ func TestChatCompletionsForwardsVerbatim(t *testing.T) {
 	}
 	got := calls[0].req
 	want := upstream.Request{
-		Alias: "lm-4-scout", Path: "/chat/completions", RequestID: "req-42",
+		Alias: "lm-4-scout", Path: "/chat/completions", RequestID: testkit.RequestID,
 		Body: []byte(`{"model":"lm-4-scout","messages":[{"role":"user","content":"hi"}],"user":"end-user-7","x_vendor":{"k":[1,2.50,null]},"n":1}`),
 	}
 	if diff := cmp.Diff(want, got, cmp.Transformer("string", func(b []byte) string { return string(b) })); diff != "" {
@@ -135,7 +133,7 @@ func TestChatCompletionsFloorsMaxTokens(t *testing.T) {
 	up := &fakeUpstream{}
 	s := newService(up)
 	body := `{"model":"lm-reason","max_tokens":16,"messages":[{"role":"user","content":"think"}]}`
-	w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
+	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
 	got := []string{w.Header().Get("gw-applied"), w.Header().Get("x-rust-api-applied"), string(up.Calls()[0].req.Body)}
 	want := []string{"max_tokens_floored=200", "max_tokens_floored=200",
 		`{"model":"lm-reason","max_tokens":200,"messages":[{"role":"user","content":"think"}]}`}
@@ -155,8 +153,8 @@ func TestChatCompletionsInjection(t *testing.T) {
 	up := &fakeUpstream{}
 	s := newService(up, func(c *openai.Config) { c.Inject = inject })
 
-	serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, http.Header{"Gw-User-Id": {"alice"}}))
-	serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
+	testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, http.Header{"Gw-User-Id": {"alice"}}))
+	testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
 
 	if diff := cmp.Diff([]injectCall{{"acme", "alice"}}, calls); diff != "" {
 		t.Errorf("Inject calls mismatch (-want +got):\n%s", diff)
@@ -175,7 +173,7 @@ func TestChatCompletionsInjection(t *testing.T) {
 		s := newService(up, func(c *openai.Config) {
 			c.Inject = func(context.Context, string, string) (string, error) { return "", errcat.Storage(errors.New("bolt")) }
 		})
-		w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, http.Header{"Gw-User-Id": {"alice"}}))
+		w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, http.Header{"Gw-User-Id": {"alice"}}))
 		if e := decodeEnvelope(t, w); w.Code != 500 || e.Error.Code != "storage_error" || len(up.Calls()) != 0 {
 			t.Errorf("answer %d %s, %d upstream calls; want 500 storage_error and no call", w.Code, w.Body, len(up.Calls()))
 		}
@@ -188,7 +186,7 @@ func TestChatCompletionsAttachments(t *testing.T) {
 	s := newService(up)
 	body := `{"model":"lm-4-scout","messages":[{"role":"user","content":"compare these"}],"attachments":[` +
 		`{"kind":"image","url":"` + img + `"},{"kind":"document","doc_name":"plan.txt","content":"step 1\nstep 2"}]}`
-	w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
+	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
 	if w.Code != 200 {
 		t.Fatalf("answer %d %s", w.Code, w.Body)
 	}
@@ -218,7 +216,7 @@ func TestChatCompletionsConsentFlow(t *testing.T) {
 			if st.header != "" {
 				h = http.Header{"Gw-Cloud-Consent": {st.header}}
 			}
-			w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body(st.model), tenant, h))
+			w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body(st.model), tenant, h))
 			if w.Code != st.status {
 				t.Fatalf("%s: status %d, want %d (%s)", st.name, w.Code, st.status, w.Body)
 			}
@@ -272,7 +270,7 @@ func TestChatCompletionsUpstreamErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newService(&fakeUpstream{respond: answerErr(tt.err)})
-			w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions",
+			w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions",
 				`{"model":"lm-reason","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 			e := decodeEnvelope(t, w)
 			got := []any{w.Code, e.Error.Code, e.Error.Message, w.Header().Get("Retry-After"), w.Header().Get("Gw-Applied")}
@@ -284,7 +282,7 @@ func TestChatCompletionsUpstreamErrors(t *testing.T) {
 	}
 	t.Run("unexpected error", func(t *testing.T) {
 		s := newService(&fakeUpstream{respond: answerErr(errors.New("dial tcp 10.1.2.3:443: key sk-live"))})
-		w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", `{"model":"lm-4-scout","messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
+		w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", `{"model":"lm-4-scout","messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 		if w.Code != 500 || strings.Contains(w.Body.String(), "sk-live") {
 			t.Errorf("answer %d %s, want a 500 internal_error without detail", w.Code, w.Body)
 		}
@@ -301,26 +299,6 @@ var streamTranscript = "data: " + chunkOf(`{"index":0,"delta":{"role":"assistant
 	"data: " + chunkOf(`{"index":0,"delta":{},"finish_reason":"stop"}`) + "\n\n" +
 	"data: [DONE]\n\n"
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
-}
-
 func TestChatCompletionsStream(t *testing.T) {
 	up := &fakeUpstream{respond: func(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
 		resp, _ := answerSSE(streamTranscript)(ctx, req)
@@ -329,8 +307,8 @@ func TestChatCompletionsStream(t *testing.T) {
 	}}
 	s := newService(up)
 	body := `{"model":"lm-reason","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hello"}]}`
-	w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
-	golden(t, "chat_stream.golden", w.Body.String())
+	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
+	testkit.Golden(t, "chat_stream.golden", w.Body.String(), *update)
 	got := []any{w.Code, w.Header().Get("Content-Type"), w.Header().Get("Cache-Control"), w.Header().Get("Gw-Applied"),
 		w.Header().Get("X-Rust-Api-Applied"), up.Calls()[0].req.Stream}
 	want := []any{200, "text/event-stream", "no-cache", "max_tokens_floored=200", "max_tokens_floored=200", true}
@@ -366,7 +344,7 @@ func TestChatCompletionsJSONNotice(t *testing.T) {
 		resp.Fallback = true
 		return resp, nil
 	}}
-	w := serve(newService(up).ChatCompletions, request("POST", "/v1/chat/completions",
+	w := testkit.Record(newService(up).ChatCompletions, request("POST", "/v1/chat/completions",
 		`{"model":"lm-4-scout","messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 	if got := w.Header().Get("GW-Notice"); got != "backend_fallback" || w.Body.String() != completionJSON {
 		t.Errorf("GW-Notice %q body %s; want backend_fallback and the completion", got, w.Body)
@@ -376,7 +354,7 @@ func TestChatCompletionsJSONNotice(t *testing.T) {
 func TestChatCompletionsCutStream(t *testing.T) {
 	cut := strings.TrimSuffix(streamTranscript, "data: [DONE]\n\n")
 	s := newService(&fakeUpstream{respond: answerSSE(cut)})
-	w := serve(s.ChatCompletions, request("POST", "/v1/chat/completions",
+	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions",
 		`{"model":"lm-4-scout","stream":true,"messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 	out := w.Body.String()
 	events := testkit.ParseSSE(t, out)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 	"github.com/google/go-cmp/cmp"
@@ -27,41 +28,41 @@ func TestEmbeddingsErrors(t *testing.T) {
 		name   string
 		body   string
 		tenant *auth.Tenant
-		want   mediaErr
+		want   testkit.Error
 	}{
-		{"invalid JSON", `{"model":"lm-embed",`, nil, mediaErr{400, "invalid_json", "<null>"}},
-		{"not an object", `["lm-embed"]`, nil, mediaErr{400, "invalid_json", "<null>"}},
-		{"two objects", `{"model":"lm-embed","input":"a"} {}`, nil, mediaErr{400, "invalid_json", "<null>"}},
-		{"missing model", `{"input":"a"}`, nil, mediaErr{400, "missing_field", "model"}},
-		{"null model", `{"model":null,"input":"a"}`, nil, mediaErr{400, "missing_field", "model"}},
-		{"empty model", `{"model":"","input":"a"}`, nil, mediaErr{400, "missing_field", "model"}},
-		{"model not a string", `{"model":7,"input":"a"}`, nil, mediaErr{400, "invalid_field", "model"}},
-		{"unknown model", `{"model":"nope","input":"a"}`, nil, mediaErr{400, "model_not_in_allowlist", "model"}},
-		{"chat model", `{"model":"lm-4-scout","input":"a"}`, nil, mediaErr{400, "model_not_in_allowlist", "model"}},
-		{"image model", `{"model":"lm-image","input":"a"}`, nil, mediaErr{400, "model_not_in_allowlist", "model"}},
-		{"not in tenant allowlist", `{"model":"lm-embed","input":"a"}`, noEmbed, mediaErr{400, "model_not_in_allowlist", "model"}},
-		{"missing input", `{"model":"lm-embed"}`, nil, mediaErr{400, "missing_field", "input"}},
-		{"null input", `{"model":"lm-embed","input":null}`, nil, mediaErr{400, "missing_field", "input"}},
-		{"number input", `{"model":"lm-embed","input":5}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"object input", `{"model":"lm-embed","input":{"a":1}}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"empty array", `{"model":"lm-embed","input":[]}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"array of booleans", `{"model":"lm-embed","input":[true]}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"strings then token", `{"model":"lm-embed","input":["a",1]}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"token arrays then string", `{"model":"lm-embed","input":[[1],"a"]}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"negative token", `{"model":"lm-embed","input":[1,-2]}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"fractional token", `{"model":"lm-embed","input":[1.5]}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"nested too deep", `{"model":"lm-embed","input":[[1,[2]]]}`, nil, mediaErr{400, "invalid_field", "input"}},
-		{"257 strings", `{"model":"lm-embed","input":` + mediaStrs(257, `"a"`) + `}`, nil, mediaErr{400, "embedding_input_too_large", "input"}},
-		{"257 token arrays", `{"model":"lm-embed","input":` + mediaStrs(257, `[1]`) + `}`, nil, mediaErr{400, "embedding_input_too_large", "input"}},
-		{"string of 8193 bytes", `{"model":"lm-embed","input":` + big + `}`, nil, mediaErr{400, "embedding_input_too_large", "input"}},
-		{"element of 8193 bytes", `{"model":"lm-embed","input":["a",` + big + `]}`, nil, mediaErr{400, "embedding_input_too_large", "input"}},
+		{"invalid JSON", `{"model":"lm-embed",`, nil, testkit.Error{Status: 400, Code: "invalid_json"}},
+		{"not an object", `["lm-embed"]`, nil, testkit.Error{Status: 400, Code: "invalid_json"}},
+		{"two objects", `{"model":"lm-embed","input":"a"} {}`, nil, testkit.Error{Status: 400, Code: "invalid_json"}},
+		{"missing model", `{"input":"a"}`, nil, testkit.Error{Status: 400, Code: "missing_field", Param: "model"}},
+		{"null model", `{"model":null,"input":"a"}`, nil, testkit.Error{Status: 400, Code: "missing_field", Param: "model"}},
+		{"empty model", `{"model":"","input":"a"}`, nil, testkit.Error{Status: 400, Code: "missing_field", Param: "model"}},
+		{"model not a string", `{"model":7,"input":"a"}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "model"}},
+		{"unknown model", `{"model":"nope","input":"a"}`, nil, testkit.Error{Status: 400, Code: "model_not_in_allowlist", Param: "model"}},
+		{"chat model", `{"model":"lm-4-scout","input":"a"}`, nil, testkit.Error{Status: 400, Code: "model_not_in_allowlist", Param: "model"}},
+		{"image model", `{"model":"lm-image","input":"a"}`, nil, testkit.Error{Status: 400, Code: "model_not_in_allowlist", Param: "model"}},
+		{"not in tenant allowlist", `{"model":"lm-embed","input":"a"}`, noEmbed, testkit.Error{Status: 400, Code: "model_not_in_allowlist", Param: "model"}},
+		{"missing input", `{"model":"lm-embed"}`, nil, testkit.Error{Status: 400, Code: "missing_field", Param: "input"}},
+		{"null input", `{"model":"lm-embed","input":null}`, nil, testkit.Error{Status: 400, Code: "missing_field", Param: "input"}},
+		{"number input", `{"model":"lm-embed","input":5}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"object input", `{"model":"lm-embed","input":{"a":1}}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"empty array", `{"model":"lm-embed","input":[]}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"array of booleans", `{"model":"lm-embed","input":[true]}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"strings then token", `{"model":"lm-embed","input":["a",1]}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"token arrays then string", `{"model":"lm-embed","input":[[1],"a"]}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"negative token", `{"model":"lm-embed","input":[1,-2]}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"fractional token", `{"model":"lm-embed","input":[1.5]}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"nested too deep", `{"model":"lm-embed","input":[[1,[2]]]}`, nil, testkit.Error{Status: 400, Code: "invalid_field", Param: "input"}},
+		{"257 strings", `{"model":"lm-embed","input":` + mediaStrs(257, `"a"`) + `}`, nil, testkit.Error{Status: 400, Code: "embedding_input_too_large", Param: "input"}},
+		{"257 token arrays", `{"model":"lm-embed","input":` + mediaStrs(257, `[1]`) + `}`, nil, testkit.Error{Status: 400, Code: "embedding_input_too_large", Param: "input"}},
+		{"string of 8193 bytes", `{"model":"lm-embed","input":` + big + `}`, nil, testkit.Error{Status: 400, Code: "embedding_input_too_large", Param: "input"}},
+		{"element of 8193 bytes", `{"model":"lm-embed","input":["a",` + big + `]}`, nil, testkit.Error{Status: 400, Code: "embedding_input_too_large", Param: "input"}},
 		{"8194 UTF-8 bytes in 4097 runes", `{"model":"lm-embed","input":"` + strings.Repeat("é", 4097) + `"}`, nil,
-			mediaErr{400, "embedding_input_too_large", "input"}},
+			testkit.Error{Status: 400, Code: "embedding_input_too_large", Param: "input"}},
 		{"escaped runes counted decoded", `{"model":"lm-embed","input":"` + strings.Repeat(`\u00e9`, 4097) + `"}`, nil,
-			mediaErr{400, "embedding_input_too_large", "input"}},
-		{"token array of 2049", `{"model":"lm-embed","input":` + mediaTokens(2049) + `}`, nil, mediaErr{400, "embedding_input_too_large", "input"}},
+			testkit.Error{Status: 400, Code: "embedding_input_too_large", Param: "input"}},
+		{"token array of 2049", `{"model":"lm-embed","input":` + mediaTokens(2049) + `}`, nil, testkit.Error{Status: 400, Code: "embedding_input_too_large", Param: "input"}},
 		{"token arrays, one of 2049", `{"model":"lm-embed","input":[[1],` + mediaTokens(2049) + `]}`, nil,
-			mediaErr{400, "embedding_input_too_large", "input"}},
+			testkit.Error{Status: 400, Code: "embedding_input_too_large", Param: "input"}},
 		// The body's user_id is the middleware's; other unknown fields pass.
 	}
 	for _, tt := range tests {
@@ -71,9 +72,8 @@ func TestEmbeddingsErrors(t *testing.T) {
 			if tenant == nil {
 				tenant = mediaTenant
 			}
-			body, h := mediaJSON(tt.body)
-			w := mediaServe(e.svc.Embeddings, mediaReq("POST", "/v1/embeddings", body, tenant, h))
-			wantMediaErr(t, w, tt.want)
+			w := e.embed(t, tt.body, tenant)
+			testkit.CheckError(t, w, tt.want)
 			if n := e.backend.CallCount(); n != 0 {
 				t.Errorf("upstream got %d calls, want none", n)
 			}
@@ -100,8 +100,7 @@ func TestEmbeddingsForwards(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newMediaEnv(t)
 			in := `{"input":` + tt.input + `,"encoding_format":"float","model":"lm-embed","dimensions":8,"extra":{"x":[1,2]}}`
-			body, h := mediaJSON(in)
-			w := mediaServe(e.svc.Embeddings, mediaReq("POST", "/v1/embeddings", body, mediaTenant, h))
+			w := e.embed(t, in, mediaTenant)
 			if w.Code != http.StatusOK {
 				t.Fatalf("status %d: %s", w.Code, w.Body.String())
 			}
@@ -156,35 +155,32 @@ func TestEmbeddingsUpstreamErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		reply upstreamtest.Reply
-		want  mediaErr
+		want  testkit.Error
 	}{
-		{"4xx passed on", upstreamtest.Reply{Status: 422, ErrorMessage: "bad input"}, mediaErr{422, "upstream_bad_request", "<null>"}},
-		{"5xx", upstreamtest.Reply{Status: 500}, mediaErr{502, "upstream_error", "<null>"}},
-		{"not JSON", upstreamtest.Reply{Body: []byte("oops"), ContentType: "application/json"}, mediaErr{502, "upstream_error", "<null>"}},
+		{"4xx passed on", upstreamtest.Reply{Status: 422, ErrorMessage: "bad input"}, testkit.Error{Status: 422, Code: "upstream_bad_request"}},
+		{"5xx", upstreamtest.Reply{Status: 500}, testkit.Error{Status: 502, Code: "upstream_error"}},
+		{"not JSON", upstreamtest.Reply{Body: []byte("oops"), ContentType: "application/json"}, testkit.Error{Status: 502, Code: "upstream_error"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newMediaEnv(t, upstreamtest.WithReply(tt.reply))
-			body, h := mediaJSON(`{"model":"lm-embed","input":"a"}`)
-			w := mediaServe(e.svc.Embeddings, mediaReq("POST", "/v1/embeddings", body, mediaTenant, h))
-			wantMediaErr(t, w, tt.want)
+			w := e.embed(t, `{"model":"lm-embed","input":"a"}`, mediaTenant)
+			testkit.CheckError(t, w, tt.want)
 		})
 	}
 
 	t.Run("unavailable", func(t *testing.T) {
 		refused := upstreamtest.RefusedURL(t)
 		e := newMediaEnvWith(t, nil, upstream.Backends{LocalURL: refused, CloudAURL: refused})
-		body, h := mediaJSON(`{"model":"lm-embed","input":"a"}`)
-		w := mediaServe(e.svc.Embeddings, mediaReq("POST", "/v1/embeddings", body, mediaTenant, h))
-		wantMediaErr(t, w, mediaErr{503, "upstream_unavailable", "<null>"})
+		w := e.embed(t, `{"model":"lm-embed","input":"a"}`, mediaTenant)
+		testkit.CheckError(t, w, testkit.Error{Status: 503, Code: "upstream_unavailable"})
 	})
 }
 
 func TestEmbeddingsFallbackNotice(t *testing.T) {
 	// lm-embed: local, then cloudA. The local backend fails with a 503.
 	e := newMediaEnv(t, upstreamtest.WithScript(upstreamtest.Reply{Status: 503}))
-	body, h := mediaJSON(`{"model":"lm-embed","input":["a","b"]}`)
-	w := mediaServe(e.svc.Embeddings, mediaReq("POST", "/v1/embeddings", body, mediaTenant, h))
+	w := e.embed(t, `{"model":"lm-embed","input":["a","b"]}`, mediaTenant)
 	if w.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", w.Code, w.Body.String())
 	}

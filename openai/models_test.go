@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
@@ -24,7 +25,7 @@ type modelList struct {
 
 func listModels(t *testing.T, s *openai.Service, tenant *auth.Tenant) (ids []string, list modelList) {
 	t.Helper()
-	w := serve(s.Models, request("GET", "/v1/models", "", tenant, nil))
+	w := testkit.Record(s.Models, request("GET", "/v1/models", "", tenant, nil))
 	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /v1/models: %d %v", w.Code, w.Header())
 	}
@@ -55,7 +56,7 @@ func TestModels(t *testing.T) {
 	if diff := cmp.Diff([]string{"lm-text", "lm-embed"}, ids); diff != "" {
 		t.Errorf("allowlisted ids mismatch (-want +got):\n%s", diff)
 	}
-	w := serve(s.Models, request("GET", "/v1/models", "", &auth.Tenant{ID: "c", Models: []string{}}, nil))
+	w := testkit.Record(s.Models, request("GET", "/v1/models", "", &auth.Tenant{ID: "c", Models: []string{}}, nil))
 	if w.Body.String() != `{"object":"list","data":[]}`+"\n" {
 		t.Errorf("empty allowlist: %s", w.Body)
 	}
@@ -95,7 +96,7 @@ func TestModelsCache(t *testing.T) {
 func TestInfo(t *testing.T) {
 	cat := testCatalog()
 	s := openai.New(openai.Config{Upstream: &fakeUpstream{}, Catalog: cat})
-	w := serve(s.Info, request("GET", "/v1/info", "", &auth.Tenant{ID: "b", Models: []string{"lm-reason", "lm-4-scout-local"}}, nil))
+	w := testkit.Record(s.Info, request("GET", "/v1/info", "", &auth.Tenant{ID: "b", Models: []string{"lm-reason", "lm-4-scout-local"}}, nil))
 	if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /v1/info: %d %v", w.Code, w.Header())
 	}
@@ -133,7 +134,7 @@ func TestInfo(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GET /v1/info mismatch (-want +got):\n%s", diff)
 	}
-	w = serve(s.Info, request("GET", "/v1/info", "", allTenants, nil))
+	w = testkit.Record(s.Info, request("GET", "/v1/info", "", allTenants, nil))
 	var all upstream.Catalog
 	if err := json.Unmarshal(w.Body.Bytes(), &all); err != nil || len(all.Models) != 5 {
 		t.Fatalf("all models: %d, %v", len(all.Models), err)

@@ -75,14 +75,14 @@ func TestWriteValidation(t *testing.T) {
 		for _, tc := range tests {
 			e := newEnv(t)
 			e.Run(t, mode+"/"+tc.name, func(t *testing.T) {
-				q := req{method: "POST", path: "/a1/rag/indices/" + tc.index + "/documents", body: tc.body}
+				q := testkit.Call{Method: "POST", Target: "/a1/rag/indices/" + tc.index + "/documents", Body: tc.body}
 				if mode == "append" {
-					q.path += "/append"
+					q.Target += "/append"
 				}
-				e.fails(q, tc.want)
+				e.Fails(q, tc.want)
 				if tc.want != (testkit.Error{}) {
 					// A rejected write creates nothing.
-					testkit.Diff(t, "indices", []any{}, data(e.ok(getReq("", "/a1/rag/indices"))))
+					testkit.Diff(t, "indices", []any{}, testkit.Data(e.OK(getReq("", "/a1/rag/indices"))))
 				}
 			})
 		}
@@ -109,11 +109,11 @@ func TestWriteAnswerAndDocuments(t *testing.T) {
 		map[string]any{"doc_id": "a", "metadata": map[string]any{"v": 2.0}, "size": 9.0, "chunk_count": 1.0, "created_at": at(0), "updated_at": at(time.Minute)},
 		map[string]any{"doc_id": "b", "metadata": map[string]any{"lang": "en", "n": 2.0}, "size": 10.0, "chunk_count": 1.0, "created_at": at(0), "updated_at": at(0)},
 		map[string]any{"doc_id": "c", "size": 5.0, "chunk_count": 1.0, "created_at": at(time.Minute), "updated_at": at(time.Minute)},
-	}}, e.ok(getReq("", "/a1/rag/indices/kb/documents")))
+	}}, e.OK(getReq("", "/a1/rag/indices/kb/documents")))
 
 	testkit.Diff(t, "document", map[string]any{"doc_id": "b", "text": "Beta text.", "metadata": map[string]any{"lang": "en", "n": 2.0},
 		"size": 10.0, "chunk_count": 1.0, "created_at": at(0), "updated_at": at(0)},
-		e.ok(getReq("", "/a1/rag/indices/kb/documents/b")))
+		e.OK(getReq("", "/a1/rag/indices/kb/documents/b")))
 
 	e.clk.Advance(time.Minute)
 	got = e.replace("", "kb", doc("c", "Gamma again", nil), doc("d", "Delta", nil))
@@ -122,15 +122,15 @@ func TestWriteAnswerAndDocuments(t *testing.T) {
 		"added": 1.0, "replaced": 1.0, "removed": 2.0,
 	}, got)
 	testkit.Diff(t, "documents after replace", []string{"c", "d"}, e.docIDs("", "kb"))
-	testkit.Diff(t, "c keeps created_at", at(time.Minute), field(e.ok(getReq("", "/a1/rag/indices/kb/documents/c")), "created_at"))
-	e.fails(getReq("", "/a1/rag/indices/kb/documents/a"), testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+	testkit.Diff(t, "c keeps created_at", at(time.Minute), testkit.Field(e.OK(getReq("", "/a1/rag/indices/kb/documents/c")), "created_at"))
+	e.Fails(getReq("", "/a1/rag/indices/kb/documents/a"), testkit.WantError(errcat.DocumentNotFound, "doc_id"))
 }
 
 func TestReplaceVersusAppend(t *testing.T) {
 	e := newEnv(t)
 	steps := []struct {
 		name       string
-		q          req
+		q          testkit.Call
 		wantDocs   []string
 		wantSearch []string // hits for "apple banana cherry date"
 	}{
@@ -143,21 +143,21 @@ func TestReplaceVersusAppend(t *testing.T) {
 	}
 	for _, s := range steps {
 		e.Run(t, s.name, func(t *testing.T) {
-			e.ok(s.q)
+			e.OK(s.q)
 			testkit.Diff(t, "documents", s.wantDocs, e.docIDs("", "kb"))
 			testkit.Diff(t, "search", s.wantSearch, e.search("", "kb", "q=apple+banana+cherry+date&k=50"))
 		})
 	}
 	var ids []string
-	for _, ix := range data(e.ok(getReq("", "/a1/rag/indices"))) {
-		ids = append(ids, fmt.Sprintf("%s/%v", field(ix, "id"), field(ix, "document_count")))
+	for _, ix := range testkit.Data(e.OK(getReq("", "/a1/rag/indices"))) {
+		ids = append(ids, fmt.Sprintf("%s/%v", testkit.Field(ix, "id"), testkit.Field(ix, "document_count")))
 	}
 	testkit.Diff(t, "indices", []string{"kb/1", "kb2/1"}, ids)
 }
 
 func TestListIndices(t *testing.T) {
 	e := newEnv(t)
-	testkit.Diff(t, "empty", map[string]any{"object": "list", "data": []any{}}, e.ok(getReq("", "/a1/rag/indices")))
+	testkit.Diff(t, "empty", map[string]any{"object": "list", "data": []any{}}, e.OK(getReq("", "/a1/rag/indices")))
 	e.replace("", "zeta", doc("a", "one two", nil), doc("b", "three", nil))
 	e.clk.Advance(time.Second)
 	e.appendDocs("", "alpha", doc("a", strings.Repeat("word ", 150), nil)) // 750 characters: 2 chunks
@@ -167,7 +167,7 @@ func TestListIndices(t *testing.T) {
 		map[string]any{"id": "alpha", "document_count": 1.0, "chunk_count": 2.0, "created_at": at(time.Second), "updated_at": at(time.Second)},
 		map[string]any{"id": "alpha1", "document_count": 1.0, "chunk_count": 1.0, "created_at": at(time.Second), "updated_at": at(time.Second)},
 		map[string]any{"id": "zeta", "document_count": 2.0, "chunk_count": 2.0, "created_at": at(0), "updated_at": at(0)},
-	}}, e.ok(getReq("", "/a1/rag/indices")))
+	}}, e.OK(getReq("", "/a1/rag/indices")))
 }
 
 func TestGetAndDeleteDocument(t *testing.T) {
@@ -175,7 +175,7 @@ func TestGetAndDeleteDocument(t *testing.T) {
 	e.replace("", "kb", doc("a", "alpha words", nil), doc("b", "beta words", nil))
 	tests := []struct {
 		name string
-		q    req
+		q    testkit.Call
 		want testkit.Error
 	}{
 		{"get unknown index", getReq("", "/a1/rag/indices/nope/documents/a"), testkit.WantError(errcat.IndexNotFound, "id")},
@@ -183,28 +183,28 @@ func TestGetAndDeleteDocument(t *testing.T) {
 		{"get unknown doc", getReq("", "/a1/rag/indices/kb/documents/zz"), testkit.WantError(errcat.DocumentNotFound, "doc_id")},
 		{"get invalid doc id", getReq("", "/a1/rag/indices/kb/documents/a%20b"), testkit.WantError(errcat.DocumentNotFound, "doc_id")},
 		{"list unknown index", getReq("", "/a1/rag/indices/nope/documents"), testkit.WantError(errcat.IndexNotFound, "id")},
-		{"delete unknown index", req{method: "DELETE", path: "/a1/rag/indices/nope/documents/a"}, testkit.WantError(errcat.IndexNotFound, "id")},
-		{"delete unknown doc", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/zz"}, testkit.WantError(errcat.DocumentNotFound, "doc_id")},
-		{"delete invalid doc id", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/-x"}, testkit.WantError(errcat.DocumentNotFound, "doc_id")},
+		{"delete unknown index", testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/nope/documents/a"}, testkit.WantError(errcat.IndexNotFound, "id")},
+		{"delete unknown doc", testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/zz"}, testkit.WantError(errcat.DocumentNotFound, "doc_id")},
+		{"delete invalid doc id", testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/-x"}, testkit.WantError(errcat.DocumentNotFound, "doc_id")},
 	}
 	for _, tc := range tests {
-		e.Run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
+		e.Run(t, tc.name, func(t *testing.T) { e.Fails(tc.q, tc.want) })
 	}
 
 	e.clk.Advance(time.Minute)
 	testkit.Diff(t, "delete a", map[string]any{"deleted": true, "id": "kb", "doc_id": "a"},
-		e.ok(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a"}))
-	e.fails(getReq("", "/a1/rag/indices/kb/documents/a"), testkit.WantError(errcat.DocumentNotFound, "doc_id"))
-	e.fails(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a"}, testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+		e.OK(testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/a"}))
+	e.Fails(getReq("", "/a1/rag/indices/kb/documents/a"), testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+	e.Fails(testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/a"}, testkit.WantError(errcat.DocumentNotFound, "doc_id"))
 	testkit.Diff(t, "documents", []string{"b"}, e.docIDs("", "kb"))
 	testkit.Diff(t, "search after delete", []string{"b#0"}, e.search("", "kb", "q=alpha+words"))
 
 	// Deleting the last document leaves the index, empty.
-	e.ok(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/b"})
+	e.OK(testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/b"})
 	testkit.Diff(t, "empty index", map[string]any{"object": "list", "data": []any{
 		map[string]any{"id": "kb", "document_count": 0.0, "chunk_count": 0.0,
 			"created_at": t0.Format(time.RFC3339Nano), "updated_at": t0.Add(time.Minute).Format(time.RFC3339Nano)},
-	}}, e.ok(getReq("", "/a1/rag/indices")))
+	}}, e.OK(getReq("", "/a1/rag/indices")))
 	testkit.Diff(t, "documents of empty index", []string{}, e.docIDs("", "kb"))
 	testkit.Diff(t, "search of empty index", []string{}, e.search("", "kb", "q=words"))
 	// And it can be filled again.
@@ -218,20 +218,20 @@ func TestTenantIsolation(t *testing.T) {
 	other := "globex"
 	tests := []struct {
 		name string
-		q    req
+		q    testkit.Call
 		want testkit.Error
 	}{
 		{"list documents", getReq(other, "/a1/rag/indices/kb/documents"), testkit.WantError(errcat.IndexNotFound, "id")},
 		{"get document", getReq(other, "/a1/rag/indices/kb/documents/a"), testkit.WantError(errcat.IndexNotFound, "id")},
-		{"delete document", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a", tenant: other}, testkit.WantError(errcat.IndexNotFound, "id")},
+		{"delete document", testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/a", Tenant: other}, testkit.WantError(errcat.IndexNotFound, "id")},
 		{"search", getReq(other, "/a1/rag/indices/kb/search?q=secret"), testkit.WantError(errcat.IndexNotFound, "id")},
 	}
 	for _, tc := range tests {
-		e.Run(t, tc.name, func(t *testing.T) { e.fails(tc.q, tc.want) })
+		e.Run(t, tc.name, func(t *testing.T) { e.Fails(tc.q, tc.want) })
 	}
 	status, body := e.tool(other, map[string]any{"index": "kb", "query": "secret"})
 	testkit.Diff(t, "tool", testkit.WantError(errcat.IndexNotFound, "id"), testkit.ErrorOf(t, status, body))
-	testkit.Diff(t, "other's indices", []any{}, data(e.ok(getReq(other, "/a1/rag/indices"))))
+	testkit.Diff(t, "other's indices", []any{}, testkit.Data(e.OK(getReq(other, "/a1/rag/indices"))))
 
 	// The same id in another tenant is another index.
 	e.replace(other, "kb", doc("a", "globex public notes", nil), doc("b", "more notes", nil))
@@ -239,14 +239,14 @@ func TestTenantIsolation(t *testing.T) {
 	testkit.Diff(t, "acme search", []string{"a#0"}, e.search("acme", "kb", "q=secret"))
 	testkit.Diff(t, "acme documents", []string{"a"}, e.docIDs("acme", "kb"))
 	testkit.Diff(t, "globex documents", []string{"a", "b"}, e.docIDs(other, "kb"))
-	testkit.Diff(t, "acme text", "secret plans of acme", field(e.ok(getReq("acme", "/a1/rag/indices/kb/documents/a")), "text"))
+	testkit.Diff(t, "acme text", "secret plans of acme", testkit.Field(e.OK(getReq("acme", "/a1/rag/indices/kb/documents/a")), "text"))
 	// Deleting in one tenant leaves the other alone.
-	e.ok(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/a", tenant: other})
+	e.OK(testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/a", Tenant: other})
 	testkit.Diff(t, "acme documents after globex delete", []string{"a"}, e.docIDs("acme", "kb"))
 	// A tenant id that is a prefix of another does not see its indices.
 	e.replace("acm", "x", doc("a", "t", nil))
-	testkit.Diff(t, "acme indices", 1, len(data(e.ok(getReq("acme", "/a1/rag/indices")))))
-	testkit.Diff(t, "acm indices", 1, len(data(e.ok(getReq("acm", "/a1/rag/indices")))))
+	testkit.Diff(t, "acme indices", 1, len(testkit.Data(e.OK(getReq("acme", "/a1/rag/indices")))))
+	testkit.Diff(t, "acm indices", 1, len(testkit.Data(e.OK(getReq("acm", "/a1/rag/indices")))))
 }
 
 func TestMaxDocumentsPerIndex(t *testing.T) {
@@ -263,12 +263,12 @@ func TestMaxDocumentsPerIndex(t *testing.T) {
 	}
 	// Replacing existing documents is fine at the limit; one more is not.
 	e.appendDocs("", "kb", batch(0, 10)...)
-	e.fails(appendReq("", "kb", batch(rag.MaxDocumentsPerIndex-1, 2)...), testkit.WantError(errcat.InvalidField, "body.documents"))
-	ix := data(e.ok(getReq("", "/a1/rag/indices")))[0]
-	testkit.Diff(t, "document_count", float64(rag.MaxDocumentsPerIndex), field(ix, "document_count"))
+	e.Fails(appendReq("", "kb", batch(rag.MaxDocumentsPerIndex-1, 2)...), testkit.WantError(errcat.InvalidField, "body.documents"))
+	ix := testkit.Data(e.OK(getReq("", "/a1/rag/indices")))[0]
+	testkit.Diff(t, "document_count", float64(rag.MaxDocumentsPerIndex), testkit.Field(ix, "document_count"))
 	// A full replace starts over.
 	got := e.replace("", "kb", doc("a", "w", nil))
-	testkit.Diff(t, "removed", float64(rag.MaxDocumentsPerIndex), field(got, "removed"))
+	testkit.Diff(t, "removed", float64(rag.MaxDocumentsPerIndex), testkit.Field(got, "removed"))
 	testkit.Diff(t, "documents", []string{"a"}, e.docIDs("", "kb"))
 }
 
@@ -280,7 +280,7 @@ func TestConcurrentAppends(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := request(appendReq("", "kb", doc(fmt.Sprintf("d%02d", i), "shared words here", nil)), nil).Build()
+			r, err := appendReq("", "kb", doc(fmt.Sprintf("d%02d", i), "shared words here", nil)).Request().Build()
 			if err != nil {
 				errs <- err
 				return
@@ -297,8 +297,8 @@ func TestConcurrentAppends(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	ix := data(e.ok(getReq("", "/a1/rag/indices")))[0]
-	testkit.Diff(t, "document_count", 20.0, field(ix, "document_count"))
+	ix := testkit.Data(e.OK(getReq("", "/a1/rag/indices")))[0]
+	testkit.Diff(t, "document_count", 20.0, testkit.Field(ix, "document_count"))
 	testkit.Diff(t, "hits", 20, len(e.search("", "kb", "q=shared&k=50")))
 }
 

@@ -41,8 +41,8 @@ type hit struct {
 
 func hitsOf(list any) []hit {
 	out := []hit{}
-	for _, h := range data(list) {
-		out = append(out, hit{field(h, "doc_id").(string), field(h, "score").(float64)})
+	for _, h := range testkit.Data(list) {
+		out = append(out, hit{testkit.Field(h, "doc_id").(string), testkit.Field(h, "score").(float64)})
 	}
 	return out
 }
@@ -72,7 +72,7 @@ func TestBM25Ranking(t *testing.T) {
 	}
 	for _, tc := range tests {
 		e.Run(t, tc.q, func(t *testing.T) {
-			got := hitsOf(e.ok(getReq("", "/a1/rag/indices/kb/search?q="+url.QueryEscape(tc.q))))
+			got := hitsOf(e.OK(getReq("", "/a1/rag/indices/kb/search?q="+url.QueryEscape(tc.q))))
 			testkit.Diff(t, "hits", tc.want, got, approx)
 		})
 	}
@@ -81,7 +81,7 @@ func TestBM25Ranking(t *testing.T) {
 		[]float64{bm25(3, 3, 2), bm25(1, 6, 2), bm25(1, 6, 2) + bm25(2, 6, 2), bm25(1, 3, 2), bm25(1, 2, 1)}, approx)
 
 	// A hit carries the chunk and the document's metadata.
-	got := e.ok(getReq("", "/a1/rag/indices/kb/search?q=mat&k=1"))
+	got := e.OK(getReq("", "/a1/rag/indices/kb/search?q=mat&k=1"))
 	testkit.Diff(t, "hit", map[string]any{"object": "list", "data": []any{map[string]any{
 		"doc_id": "d1", "chunk_index": 0.0, "chunk": "The cat sat on the mat.", "score": bm25(1, 6, 1), "metadata": map[string]any{"n": 1.0},
 	}}}, got, approx)
@@ -115,10 +115,10 @@ func TestSearchValidation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		e.Run(t, tc.name, func(t *testing.T) {
-			status, body := e.do(getReq("", tc.path))
+			status, body := e.JSON(getReq("", tc.path))
 			testkit.Diff(t, "error", tc.want, testkit.ErrorOf(t, status, body))
 			if tc.want == (testkit.Error{}) {
-				testkit.Diff(t, "hits", tc.wantHits, len(data(body)))
+				testkit.Diff(t, "hits", tc.wantHits, len(testkit.Data(body)))
 			}
 		})
 	}
@@ -140,9 +140,9 @@ func TestSearchKAndTieBreak(t *testing.T) {
 	para := strings.TrimSpace(strings.Repeat("lorem ipsum ", 25)) // 299 characters
 	e.replace("", "kb2", doc("z", para+"\n\n"+para+"\n\n"+para, nil))
 	testkit.Diff(t, "chunks", []string{"z#0", "z#1", "z#2"}, e.search("", "kb2", "q=ipsum"))
-	list := e.ok(getReq("", "/a1/rag/indices/kb2/search?q=ipsum"))
-	for i, h := range data(list) {
-		testkit.Diff(t, fmt.Sprintf("chunk %d", i), para, field(h, "chunk"))
+	list := e.OK(getReq("", "/a1/rag/indices/kb2/search?q=ipsum"))
+	for i, h := range testkit.Data(list) {
+		testkit.Diff(t, fmt.Sprintf("chunk %d", i), para, testkit.Field(h, "chunk"))
 	}
 }
 
@@ -155,14 +155,14 @@ func TestSearchStatsAfterChanges(t *testing.T) {
 	e.replace("", "messy", doc("old", "alpha alpha alpha zeta", nil), doc("a", "beta", nil))
 	e.appendDocs("", "messy", doc("b", long, nil), doc("c", "gamma gamma", nil))
 	e.appendDocs("", "messy", doc("a", "alpha beta", map[string]any{"v": 2}), doc("tmp", "delta delta delta", nil))
-	e.ok(req{method: "DELETE", path: "/a1/rag/indices/messy/documents/tmp"})
+	e.OK(testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/messy/documents/tmp"})
 	e.replace("", "messy", doc("a", "alpha beta", map[string]any{"v": 2}), doc("b", long, nil), doc("c", "gamma gamma", nil), doc("old", "zeta", nil))
 	e.appendDocs("", "messy", doc("old", "alpha zeta zeta", nil))
 
 	e.replace("", "clean", doc("a", "alpha beta", map[string]any{"v": 2}), doc("b", long, nil), doc("c", "gamma gamma", nil), doc("old", "alpha zeta zeta", nil))
 	for _, q := range []string{"alpha", "beta", "gamma delta", "zeta", "alpha beta gamma delta zeta"} {
-		want := e.ok(getReq("", "/a1/rag/indices/clean/search?k=50&q="+url.QueryEscape(q)))
-		got := e.ok(getReq("", "/a1/rag/indices/messy/search?k=50&q="+url.QueryEscape(q)))
+		want := e.OK(getReq("", "/a1/rag/indices/clean/search?k=50&q="+url.QueryEscape(q)))
+		got := e.OK(getReq("", "/a1/rag/indices/messy/search?k=50&q="+url.QueryEscape(q)))
 		testkit.Diff(t, "search "+q, want, got)
 	}
 	if hits := e.search("", "messy", "q=delta&k=50"); len(hits) == 0 || strings.Contains(strings.Join(hits, ","), "tmp") {

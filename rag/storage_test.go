@@ -69,12 +69,12 @@ func (t *flakyTx) Delete(bucket, key []byte) error {
 // writes are the writes of the failure tests, over the index "kb" of corpus.
 var failingWrites = []struct {
 	name string
-	q    req
+	q    testkit.Call
 }{
 	{"replace", replaceReq("", "kb", doc("d1", "a new cat", nil), doc("x", "xylophone cat", nil))},
 	{"append", appendReq("", "kb", doc("d3", "no felines", nil), doc("x", "xylophone cat", nil))},
 	{"append to a new index", appendReq("", "kb2", doc("x", "xylophone cat", nil))},
-	{"delete", req{method: "DELETE", path: "/a1/rag/indices/kb/documents/d3"}},
+	{"delete", testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/d3"}},
 }
 
 func TestFailedWriteLeavesStateIntact(t *testing.T) {
@@ -89,10 +89,10 @@ func TestFailedWriteLeavesStateIntact(t *testing.T) {
 				}
 				return errDisk
 			})
-			e.fails(w.q, testkit.WantError(errcat.StorageError, ""))
+			e.Fails(w.q, testkit.WantError(errcat.StorageError, ""))
 			testkit.Diff(t, "state after failed commit", before, e.snapshot("", "kb", "cat+xylophone+felines"))
 			e.st.FailWith(nil)
-			e.ok(w.q) // and the same write works once the store does
+			e.OK(w.q) // and the same write works once the store does
 		})
 	}
 }
@@ -108,7 +108,7 @@ func TestWriteFailingMidwayLeavesStateIntact(t *testing.T) {
 				corpus(e, "", "kb")
 				before := e.snapshot("", "kb", "cat+xylophone+felines")
 				fs.failAt = failAt
-				status, body := e.do(w.q)
+				status, body := e.JSON(w.q)
 				fs.failAt = -1
 				if status == 200 {
 					// The write needed fewer operations than failAt; every
@@ -128,15 +128,15 @@ func TestWriteFailingMidwayLeavesStateIntact(t *testing.T) {
 func TestReadFailures(t *testing.T) {
 	e := newEnv(t)
 	corpus(e, "", "kb")
-	for _, q := range []req{
+	for _, q := range []testkit.Call{
 		getReq("", "/a1/rag/indices"),
 		getReq("", "/a1/rag/indices/kb/documents"),
 		getReq("", "/a1/rag/indices/kb/documents/d1"),
 		getReq("", "/a1/rag/indices/kb/search?q=cat"),
-		{method: "POST", path: "/v1/tools/execute", body: map[string]any{"name": "rag_search", "arguments": map[string]any{"index": "kb", "query": "cat"}}},
+		{Method: "POST", Target: "/v1/tools/execute", Body: map[string]any{"name": "rag_search", "arguments": map[string]any{"index": "kb", "query": "cat"}}},
 	} {
 		e.st.FailNext(errDisk)
-		e.fails(q, testkit.WantError(errcat.StorageError, ""))
+		e.Fails(q, testkit.WantError(errcat.StorageError, ""))
 	}
 	if _, err := e.svc.Search(context.Background(), "acme", "kb", "cat", 5); err != nil {
 		t.Errorf("Search after the failures: %v", err)
@@ -160,11 +160,11 @@ func TestOverBolt(t *testing.T) {
 	// The word is cut into six chunks; terms are cut at 64 bytes, in queries too.
 	testkit.Diff(t, "giant word hits", []string{"big#4", "big#5", "big#6", "big#7", "big#8", "big#9"},
 		e.search("", "kb", "k=50&q="+strings.Repeat("z", 100)))
-	e.ok(req{method: "DELETE", path: "/a1/rag/indices/kb/documents/big"})
+	e.OK(testkit.Call{Method: "DELETE", Target: "/a1/rag/indices/kb/documents/big"})
 	got := e.snapshot("", "kb", "cat+bird")
 	// Only updated_at moved.
 	for _, s := range []map[string]any{want, got} {
-		for _, ix := range data(s["indices"]) {
+		for _, ix := range testkit.Data(s["indices"]) {
 			delete(ix.(map[string]any), "updated_at")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/tools"
@@ -23,7 +24,7 @@ func TestToolDescription(t *testing.T) {
 	testkit.Diff(t, "required", []any{"index", "query"}, schema["required"])
 	props, _ := schema["properties"].(map[string]any)
 	testkit.Diff(t, "types", map[string]any{"index": "string", "query": "string", "k": "integer"},
-		map[string]any{"index": field(props["index"], "type"), "query": field(props["query"], "type"), "k": field(props["k"], "type")})
+		map[string]any{"index": testkit.Field(props["index"], "type"), "query": testkit.Field(props["query"], "type"), "k": testkit.Field(props["k"], "type")})
 }
 
 func TestToolMatchesSearchEndpoint(t *testing.T) {
@@ -38,13 +39,13 @@ func TestToolMatchesSearchEndpoint(t *testing.T) {
 		{map[string]any{"index": "kb", "query": "mat"}, "q=mat"},
 		{map[string]any{"index": "kb", "query": "unicorn"}, "q=unicorn"},
 	} {
-		want := e.ok(getReq("", "/a1/rag/indices/kb/search?"+tc.query))
+		want := e.OK(getReq("", "/a1/rag/indices/kb/search?"+tc.query))
 		status, got := e.tool("", tc.args)
 		testkit.Diff(t, "status", http.StatusOK, status)
 		testkit.Diff(t, "answer of "+tc.query, want, got)
 	}
 	// Arguments as a JSON string, as OpenAI's function.arguments.
-	want := e.ok(getReq("", "/a1/rag/indices/kb/search?q=cat"))
+	want := e.OK(getReq("", "/a1/rag/indices/kb/search?q=cat"))
 	status, got := e.tool("", `{"index":"kb","query":"cat"}`)
 	testkit.Diff(t, "status", http.StatusOK, status)
 	testkit.Diff(t, "string arguments", want, got)
@@ -78,7 +79,7 @@ func TestToolErrors(t *testing.T) {
 		})
 	}
 
-	e.deny = []string{"rag:read"}
+	e.Deny = []string{"rag:read"}
 	status, body := e.tool("", map[string]any{"index": "kb", "query": "cat"})
 	testkit.Diff(t, "without rag:read", testkit.WantError(errcat.Forbidden, ""), testkit.ErrorOf(t, status, body))
 }
@@ -88,7 +89,7 @@ func TestToolRunTenantFromCall(t *testing.T) {
 	corpus(e, "acme", "kb")
 	ctx := context.Background()
 	args := json.RawMessage(`{"index":"kb","query":"bird"}`)
-	out, err := e.reg.Run(ctx, "rag_search", tools.Call{TenantID: "acme", Principal: principal("acme", nil), Arguments: args})
+	out, err := e.reg.Run(ctx, "rag_search", tools.Call{TenantID: "acme", Principal: testkit.Member(&auth.Tenant{ID: "acme"}), Arguments: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestToolRunTenantFromCall(t *testing.T) {
 	_, err = e.reg.Run(ctx, "rag_search", tools.Call{TenantID: "globex", Arguments: args})
 	testkit.Diff(t, "other tenant", errcat.IndexNotFound, errcat.CodeOf(err))
 	// A call without TenantID falls back to the principal's tenant.
-	if _, err = e.reg.Run(ctx, "rag_search", tools.Call{Principal: principal("acme", nil), Arguments: args}); err != nil {
+	if _, err = e.reg.Run(ctx, "rag_search", tools.Call{Principal: testkit.Member(&auth.Tenant{ID: "acme"}), Arguments: args}); err != nil {
 		t.Errorf("tenant from principal: %v", err)
 	}
 	_, err = e.reg.Run(ctx, "rag_search", tools.Call{Arguments: args})

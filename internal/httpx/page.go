@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -68,4 +69,30 @@ type List[T any] struct {
 // whether more entries follow. data is sent as given (nil as null).
 func WriteList[T any](w http.ResponseWriter, p Page, data []T, hasMore bool) {
 	WriteJSON(w, http.StatusOK, List[T]{Object: "list", Data: data, Limit: p.Limit, Offset: p.Offset, HasMore: hasMore})
+}
+
+// HandleList is Handle for a list endpoint: resolve reads whom and what the
+// request is for, then the page is read (ParsePage), and list's page of data,
+// with whether more entries follow, is written as a List (WriteList). The
+// first error of the three is written as the error envelope instead
+// (WriteError); resolve's comes first, so that a list of something that does
+// not exist answers that, whatever its page.
+func HandleList[In, T any](w http.ResponseWriter, r *http.Request,
+	resolve func(*http.Request) (In, error), list func(context.Context, In, Page) ([]T, bool, error)) {
+	in, err := resolve(r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	pg, err := ParsePage(r)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	data, more, err := list(r.Context(), in, pg)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	WriteList(w, pg, data, more)
 }

@@ -1,7 +1,12 @@
 package httpx_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/chatgw/gateway/errcat"
@@ -85,5 +90,38 @@ func TestWriteList(t *testing.T) {
 		if diff := cmp.Diff(tt.want, w.Body.String()); diff != "" {
 			t.Errorf("%s: WriteList body mismatch (-want +got):\n%s", tt.name, diff)
 		}
+	}
+}
+
+func TestHandleList(t *testing.T) {
+	notFound := errcat.New(errcat.AgentNotFound, "name", "No such agent.")
+	tests := []struct {
+		name, query string
+		resolveErr  error
+		listErr     error
+		wantStatus  int
+		wantBody    string // a prefix of the body
+	}{
+		{"page", "limit=2&offset=1", nil, nil, 200,
+			`{"object":"list","data":["acme:2:1"],"limit":2,"offset":1,"has_more":true}`},
+		{"resolve fails before the page is read", "limit=0", notFound, nil, 404, `{"error":{"type":"not_found_error","code":"agent_not_found"`},
+		{"bad page", "limit=0", nil, nil, 400, `{"error":{"type":"invalid_request_error","code":"invalid_field"`},
+		{"list fails", "", nil, errcat.Storage(errors.New("disk on fire")), 500, `{"error":{"type":"api_error","code":"storage_error"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest("GET", "/?"+tt.query, nil)
+			resolve := func(*http.Request) (string, error) { return "acme", tt.resolveErr }
+			httpx.HandleList(w, r, resolve, func(_ context.Context, tenant string, pg httpx.Page) ([]string, bool, error) {
+				if tt.listErr != nil {
+					return nil, false, tt.listErr
+				}
+				return []string{fmt.Sprintf("%s:%d:%d", tenant, pg.Limit, pg.Offset)}, true, nil
+			})
+			if body := w.Body.String(); w.Code != tt.wantStatus || !strings.HasPrefix(body, tt.wantBody) {
+				t.Errorf("HandleList = %d %s; want %d %s...", w.Code, body, tt.wantStatus, tt.wantBody)
+			}
+		})
 	}
 }

@@ -3,11 +3,14 @@ package preflight
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/jsonscan"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
 )
 
@@ -59,6 +62,20 @@ func Check(ctx context.Context, req *Request) (*Result, error) {
 	}
 	res.Body = r.build(alias, system, floors)
 	return res, nil
+}
+
+// CheckBuilt is Check for a request the gateway built itself from what its
+// client sent (a /c1 turn, an agent's chat or compaction): it marshals built
+// into req.Body and, as the client's fields sit in the client's JSON body,
+// sets req.ParamPrefix to "body.". A request that does not marshal (a
+// verbatim member that is not JSON) is internal_error.
+func CheckBuilt(ctx context.Context, built *wire.Request, req *Request) (*Result, error) {
+	body, err := json.Marshal(built)
+	if err != nil {
+		return nil, errcat.Internal(fmt.Errorf("preflight: built request: %w", err))
+	}
+	req.Body, req.ParamPrefix = body, "body."
+	return Check(ctx, req)
 }
 
 // parseRequired parses the body and checks the members every request needs.

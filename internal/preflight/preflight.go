@@ -33,7 +33,8 @@ type Request struct {
 	// Catalog is the model catalog with backend statuses. Required.
 	Catalog *upstream.Catalog
 	// ParamPrefix is put before the param of missing_field and invalid_field (and
-	// of attachment errors): "" on /v1, "body." on /c1.
+	// of attachment errors): "" on /v1, "body." on /c1 and agents (CheckBuilt
+	// sets it).
 	ParamPrefix string
 	// System, when non-nil, is called once, after the request passed every check
 	// but the context window and consent, and returns the text of the system

@@ -17,6 +17,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 )
@@ -424,5 +425,36 @@ func TestResultMessages(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Messages() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckBuilt(t *testing.T) {
+	req := func() *preflight.Request {
+		return &preflight.Request{Tenant: &auth.Tenant{ID: "acme"}, Catalog: testCatalog()}
+	}
+	hi := []json.RawMessage{wire.TextMessage("user", "hi")}
+	ctx := context.Background()
+	res, err := preflight.CheckBuilt(ctx, &wire.Request{Model: "lm-4-scout", Messages: hi}, req())
+	if err != nil {
+		t.Fatalf("CheckBuilt = %v", err)
+	}
+	if want := `{"model":"lm-4-scout","messages":[{"role":"user","content":"hi"}],"stream":false}`; string(res.Body) != want {
+		t.Errorf("Body = %s, want %s", res.Body, want)
+	}
+	tests := []struct {
+		name  string
+		built wire.Request
+		want  errWant
+	}{
+		{"params name the client's body", wire.Request{Model: "lm-4-scout", Messages: hi, Attachments: json.RawMessage(`5`)},
+			errWant{Code: errcat.InvalidField, Param: "body.attachments", Status: 400}},
+		{"a member that is not JSON", wire.Request{Model: "lm-4-scout", Messages: hi, ToolChoice: json.RawMessage(`{`)},
+			errWant{Code: errcat.InternalError, Status: 500}},
+	}
+	for _, tt := range tests {
+		_, err := preflight.CheckBuilt(ctx, &tt.built, req())
+		if diff := cmp.Diff(tt.want, errOf(err)); diff != "" {
+			t.Errorf("%s: CheckBuilt error mismatch (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }

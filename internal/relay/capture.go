@@ -57,10 +57,7 @@ func (c *Capture) addChunkJSON(data string) {
 	if json.Unmarshal([]byte(data), &ch) != nil {
 		return
 	}
-	c.setMeta(ch.ID, ch.Model, ch.Created)
-	if isJSONObject(ch.Usage) {
-		c.Usage = ch.Usage
-	}
+	c.setHead(ch.Meta, ch.Usage)
 	for _, choice := range ch.Choices {
 		if choice.Index != 0 {
 			continue
@@ -104,10 +101,7 @@ func (c *Capture) fromJSON(b []byte) {
 	if json.Unmarshal(b, &cp) != nil {
 		return
 	}
-	c.setMeta(cp.ID, cp.Model, cp.Created)
-	if isJSONObject(cp.Usage) {
-		c.Usage = cp.Usage
-	}
+	c.setHead(cp.Meta, cp.Usage)
 	for _, choice := range cp.Choices {
 		if choice.Index != 0 {
 			continue
@@ -122,9 +116,15 @@ func (c *Capture) fromJSON(b []byte) {
 	}
 }
 
-func (c *Capture) setMeta(id, model string, created int64) {
+// setHead keeps what the answer says of itself, the first time it says it
+// (meta), and its usage object, the last one it sends (a stream sends it in
+// its last chunk).
+func (c *Capture) setHead(m wire.Meta, usage json.RawMessage) {
 	if c.ID == "" {
-		c.ID, c.Model, c.Created = id, model, created
+		c.ID, c.Model, c.Created = m.ID, m.Model, m.Created
+	}
+	if isJSONObject(usage) {
+		c.Usage = usage
 	}
 }
 

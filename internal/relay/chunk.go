@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatgw/gateway/internal/jsonscan"
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 // A fast path for Capture.addChunk. Decoding every chunk of a stream with
@@ -212,8 +213,8 @@ func (f *fastChunk) int64OrNull(i int, dst *int64) (int, error) {
 // addFast folds a chunk that fastChunk read into the capture, as addChunk's
 // json.Unmarshal path would.
 func (c *Capture) addFast(f *fastChunk) {
-	if c.ID == "" {
-		c.setMeta(unquoteOrEmpty(f.id), unquoteOrEmpty(f.model), f.created)
+	if c.ID == "" { // unquoted only while the capture has no id yet
+		c.setHead(wire.Meta{ID: unquoteOrEmpty(f.id), Model: unquoteOrEmpty(f.model), Created: f.created}, nil)
 	}
 	if isJSONObject(json.RawMessage(f.usage)) {
 		c.Usage = json.RawMessage(f.usage)

@@ -17,7 +17,9 @@
 // assistant reply, and Options.Commit runs once the whole answer arrived but
 // before it is acknowledged (JSON status and body; a stream's notices and
 // data: [DONE]), so that /c1 can persist the turn first and answer
-// storage_error instead when that fails.
+// storage_error instead when that fails. Options.Ticket, the request's quota
+// ticket, is settled to the answer's usage when Response returns; the caller
+// cancels it when the upstream call fails, so there is no answer to relay.
 //
 // # JSON answers
 //

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/quota"
 )
 
 // DefaultKeepalive is the upstream silence after which a streaming relay sends
@@ -37,6 +38,13 @@ type Options struct {
 	Applied string
 	// Capture, when non-nil, is filled with the assistant reply.
 	Capture *Capture
+	// Ticket, when non-nil, is the request's quota ticket, admitted before
+	// the upstream call: Response settles it as it returns, whatever the
+	// outcome, to the tokens the answer says it used (Capture.UsedTokens; the
+	// whole reservation when it said none, as an answer cut short). Without a
+	// Capture, Response captures the usage alone (UsageOnly) for it, in
+	// constant memory. nil (no budget applies) settles and captures nothing.
+	Ticket *quota.Ticket
 	// Keepalive is the upstream silence after which ": keepalive" is sent;
 	// 0 means DefaultKeepalive, a negative value disables keepalives.
 	Keepalive time.Duration

@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
@@ -116,23 +115,6 @@ var upstreamStream = "data: " + chunk(`{"index":0,"delta":{"role":"assistant","c
 	"data: " + strings.Replace(chunk(""), `"choices":[]`, `"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}`, 1) + "\n\n" +
 	"data: [DONE]\n\n"
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
-}
-
 func TestStreamGolden(t *testing.T) {
 	resp, b := sseResponse(strings.NewReader(upstreamStream))
 	resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-17b"
@@ -147,7 +129,7 @@ func TestStreamGolden(t *testing.T) {
 	if diff := cmp.Diff(relay.Result{Stream: true, Started: true, Complete: true}, res); diff != "" {
 		t.Errorf("Response() result mismatch (-want +got):\n%s", diff)
 	}
-	golden(t, "stream.golden", w.String())
+	testkit.Golden(t, "stream.golden", w.String(), *update)
 	wantHeader := http.Header{
 		"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}, "X-Accel-Buffering": {"no"},
 		"X-Request-Id": {"req-1"}, "Gw-Applied": {"max_tokens_floored=200"}, "X-Rust-Api-Applied": {"max_tokens_floored=200"},

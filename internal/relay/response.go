@@ -18,6 +18,7 @@ import (
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/jsonscan"
 	"github.com/chatgw/gateway/internal/redact"
+	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
 	sse "github.com/tmaxmax/go-sse"
 )
@@ -32,6 +33,13 @@ const maxEventSize = 1 << 20
 // Response returns without writing more. Headers the caller set on w are sent
 // with a successful answer.
 func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, opts Options) Result {
+	if ticket := opts.Ticket; ticket != nil {
+		if opts.Capture == nil {
+			opts.Capture = &Capture{UsageOnly: true}
+		}
+		capture := opts.Capture
+		defer func() { ticket.Settle(r.Context(), capture.UsedTokens()) }()
+	}
 	body := closeOnce(resp.Body)
 	defer body.Close()
 	stop := context.AfterFunc(r.Context(), func() { body.Close() })
@@ -270,24 +278,20 @@ func shuttingDown(r *http.Request) bool {
 // readMeta takes the stream's id, created and model from a chunk; it reports
 // whether the chunk had them.
 func readMeta(s *SSE, data string) bool {
-	var m struct {
-		ID      string `json:"id"`
-		Created int64  `json:"created"`
-		Model   string `json:"model"`
-	}
+	var m wire.Meta
 	if json.Unmarshal([]byte(data), &m) != nil || m.ID == "" {
 		return false
 	}
-	s.SetMeta(StreamMeta(m))
+	s.SetMeta(m)
 	return true
 }
 
-func fallbackMeta(opts *Options) StreamMeta {
+func fallbackMeta(opts *Options) wire.Meta {
 	now := time.Now()
 	if opts.Clock != nil {
 		now = opts.Clock.Now()
 	}
-	return StreamMeta{ID: "chatcmpl-gw", Created: now.Unix(), Model: opts.Model}
+	return wire.Meta{ID: "chatcmpl-gw", Model: opts.Model, Created: now.Unix()}
 }
 
 func setApplied(h http.Header, applied string) {

@@ -8,15 +8,8 @@ import (
 	"strings"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/wire"
 )
-
-// StreamMeta is the id, created and model of a stream, reused by its gw.notice
-// chunks.
-type StreamMeta struct {
-	ID      string
-	Created int64
-	Model   string
-}
 
 // SSE writes the gateway's SSE answer: headers on the first write, each event
 // flushed at once. Response uses it to relay upstream streams; callers that
@@ -27,7 +20,7 @@ type SSE struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool
-	meta    StreamMeta
+	meta    wire.Meta // the stream's, reused by its gw.notice chunks
 	err     error
 }
 
@@ -40,8 +33,8 @@ func NewSSE(w http.ResponseWriter) *SSE {
 // Started reports whether the status and headers were sent.
 func (s *SSE) Started() bool { return s.started }
 
-// SetMeta sets the stream's id, created and model for later notices.
-func (s *SSE) SetMeta(m StreamMeta) { s.meta = m }
+// SetMeta sets the stream's id, model and created for later notices.
+func (s *SSE) SetMeta(m wire.Meta) { s.meta = m }
 
 // Data sends one unnamed event whose data is data, verbatim (a data with line
 // breaks is sent as several data lines, which the client joins back).
@@ -84,6 +77,9 @@ func (s *SSE) Comment(text string) error {
 	return s.flush()
 }
 
+// noticeChunk is the data of a gw.notice event. It does not embed wire.Meta:
+// its members keep the order id, object, created, model that clients have
+// seen (testdata/stream.golden), and Meta's is id, model, created.
 type noticeChunk struct {
 	ID      string   `json:"id"`
 	Object  string   `json:"object"`

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 func TestCaptureUsedTokens(t *testing.T) {
@@ -37,7 +38,7 @@ func TestUsageOptions(t *testing.T) {
 		want   string
 	}{{true, `{"stream_options":{"include_usage":true}}`}, {false, `{}`}} {
 		b, err := json.Marshal(struct {
-			O *relay.StreamOptions `json:"stream_options,omitempty"`
+			O *wire.StreamOptions `json:"stream_options,omitempty"`
 		}{relay.UsageOptions(tt.stream)})
 		if err != nil || string(b) != tt.want {
 			t.Errorf("UsageOptions(%v) encodes as %s, %v; want %s", tt.stream, b, err, tt.want)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatgw/gateway/auth"
 	"github.com/google/go-cmp/cmp"
 	"github.com/julienschmidt/httprouter"
 )
@@ -15,6 +16,9 @@ import (
 type Client struct {
 	T testing.TB
 	H http.Handler
+	// Deny lists the scopes that the principal of the Calls sent next is
+	// denied (see Call.Request); nil denies none.
+	Deny []string
 }
 
 // Run runs f as the subtest name of t, with c.T the subtest while f runs,
@@ -29,29 +33,64 @@ func (c *Client) Run(t *testing.T, name string, f func(t *testing.T)) bool {
 	})
 }
 
+// DefaultTenant is the tenant of a Call that names none.
+const DefaultTenant = "acme"
+
+// Call is a request of a member of a tenant, the shape most of a family's
+// tests send.
+type Call struct {
+	// Method, Target, User and Body are those of Request.
+	Method, Target string
+	User           string
+	Body           any
+	// Tenant is the ID of the member's tenant; "" is DefaultTenant.
+	Tenant string
+}
+
+// Request returns c as a Request whose principal is a member of c's tenant
+// (a tenant with that ID and nothing else) denied the scopes deny.
+func (c Call) Request(deny ...string) Request {
+	tenant := c.Tenant
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	return Request{Method: c.Method, Target: c.Target, User: c.User, Body: c.Body,
+		Principal: Member(&auth.Tenant{ID: tenant}, deny...)}
+}
+
+// Sendable is what a Client sends: a Request as it is, or a Call as the
+// Request of its member denied the Client's Deny.
+type Sendable interface {
+	request(c *Client) Request
+}
+
+func (q Request) request(*Client) Request { return q }
+func (q Call) request(c *Client) Request  { return q.Request(c.Deny...) }
+
 // JSON sends q and returns the status and the JSON answer decoded into an
 // any (see ServeJSON); it fails c.T when the answer is not JSON.
-func (c *Client) JSON(q Request) (int, any) {
+func (c *Client) JSON(q Sendable) (int, any) {
 	c.T.Helper()
-	return ServeJSON(c.T, c.H, q)
+	return ServeJSON(c.T, c.H, q.request(c))
 }
 
 // OK sends q and returns its JSON answer decoded into an any; it fails c.T
 // when the status is not 200 or the answer is not JSON.
-func (c *Client) OK(q Request) any {
+func (c *Client) OK(q Sendable) any {
 	c.T.Helper()
 	var out any
-	Decode(c.T, Serve(c.T, c.H, q), http.StatusOK, &out)
+	Decode(c.T, Serve(c.T, c.H, q.request(c)), http.StatusOK, &out)
 	return out
 }
 
 // Fails sends q and reports with c.T.Errorf when its Error (see ErrorOf)
 // differs from want; the test goes on.
-func (c *Client) Fails(q Request, want Error) {
+func (c *Client) Fails(q Sendable, want Error) {
 	c.T.Helper()
-	status, body := c.JSON(q)
+	r := q.request(c)
+	status, body := ServeJSON(c.T, c.H, r)
 	if diff := cmp.Diff(want, ErrorOf(c.T, status, body)); diff != "" {
-		c.T.Errorf("%s %s error mismatch (-want +got):\n%s", q.Method, q.Target, diff)
+		c.T.Errorf("%s %s error mismatch (-want +got):\n%s", r.Method, r.Target, diff)
 	}
 }
 

@@ -1,8 +1,10 @@
 // Package testkit holds the helpers that the families' tests share, as bbolt's
 // internal/btesting does for bbolt: building a request as the root's middleware
-// hands it to a handler, serving it, decoding the JSON answer, reading the
-// error envelope, and parsing a server-sent event stream; and the OpenAI
-// answers a fake upstream.Upstream gives (Chunk, Completion, SSEAnswer,
+// hands it to a handler (with a member's principal: Member, Call), serving
+// it, decoding the JSON answer and reading values of it (Field, Data),
+// reading and checking the error envelope (ErrorOf, CheckError), comparing
+// with golden files (Golden), and parsing a server-sent event stream; and the
+// OpenAI answers a fake upstream.Upstream gives (Chunk, Completion, SSEAnswer,
 // JSONAnswer).
 //
 // It is a leaf: it imports the leaf packages (auth, errcat, upstream, quota,
@@ -15,12 +17,16 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chatgw/gateway/auth"
@@ -31,6 +37,16 @@ import (
 
 // RequestID is the request id of the httpx.Info that Build puts in a request.
 const RequestID = "req-test"
+
+// TokenID is the token id of the principals Member returns.
+const TokenID = "tok-test"
+
+// Member returns the principal of a member token of tenant denied the scopes
+// deny (none when deny is empty), as the root's auth middleware finds it in
+// the token file.
+func Member(tenant *auth.Tenant, deny ...string) *auth.Principal {
+	return &auth.Principal{TokenID: TokenID, Tenant: tenant, Role: auth.RoleMember, Deny: deny}
+}
 
 // Request is one request of a test.
 type Request struct {
@@ -43,7 +59,8 @@ type Request struct {
 	// nil sets none.
 	Header http.Header
 	// Body is the request body: nil sends none, a string or []byte is sent as
-	// it is, any other value as its JSON encoding. A request with a body has
+	// it is, an io.Reader as it reads (once: a Request with one is built
+	// once), any other value as its JSON encoding. A request with a body has
 	// Content-Type application/json unless Header sets another.
 	Body any
 	// Principal is put in the request's context with auth.NewContext, as the
@@ -58,21 +75,20 @@ type Request struct {
 // q.Body does not encode, so that goroutines other than the test's may call
 // it.
 func (q Request) Build() (*http.Request, error) {
-	var body []byte
+	var rd io.Reader
 	switch b := q.Body.(type) {
 	case nil:
 	case string:
-		body = []byte(b)
+		rd = strings.NewReader(b)
 	case []byte:
-		body = b
+		rd = bytes.NewReader(b)
+	case io.Reader:
+		rd = b
 	default:
-		var err error
-		if body, err = json.Marshal(b); err != nil {
+		body, err := json.Marshal(b)
+		if err != nil {
 			return nil, fmt.Errorf("body of %s %s: %w", q.Method, q.Target, err)
 		}
-	}
-	var rd io.Reader
-	if q.Body != nil {
 		rd = bytes.NewReader(body)
 	}
 	r := httptest.NewRequest(q.Method, q.Target, rd)
@@ -85,13 +101,21 @@ func (q Request) Build() (*http.Request, error) {
 	for k, vs := range q.Header {
 		r.Header[http.CanonicalHeaderKey(k)] = vs
 	}
+	return r.WithContext(Context(r.Context(), q.Principal)), nil
+}
+
+// Context returns ctx carrying what the root's middleware gives a request
+// before its handler runs: an httpx.Info (request id RequestID, a logger that
+// discards) and p, unless p is nil. Build uses it; a test serving real HTTP
+// calls it on the request its server gets.
+func Context(ctx context.Context, p *auth.Principal) context.Context {
 	info := new(httpx.Info)
 	info.Init(RequestID, slog.New(slog.DiscardHandler))
-	ctx := httpx.WithInfo(r.Context(), info)
-	if q.Principal != nil {
-		ctx = auth.NewContext(ctx, q.Principal)
+	ctx = httpx.WithInfo(ctx, info)
+	if p != nil {
+		ctx = auth.NewContext(ctx, p)
 	}
-	return r.WithContext(ctx), nil
+	return ctx
 }
 
 // NewRequest is Build for the test's goroutine: it fails t when q.Body does
@@ -103,6 +127,14 @@ func NewRequest(t testing.TB, q Request) *http.Request {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// Record serves r, a request built already, through h and returns what h
+// wrote.
+func Record(h http.HandlerFunc, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h(w, r)
+	return w
 }
 
 // Serve builds q (see Build), serves it through h and returns what h wrote.
@@ -192,6 +224,54 @@ func ErrorOf(t testing.TB, status int, body any) Error {
 		e.Param = *env.Error.Param
 	}
 	return e
+}
+
+// CheckError reports with t.Errorf when the answer w is not the error want
+// (see ErrorOf) or not application/json, with w's body; the test goes on.
+func CheckError(t testing.TB, w *httptest.ResponseRecorder, want Error) {
+	t.Helper()
+	if diff := cmp.Diff(want, ErrorOf(t, w.Code, w.Body.Bytes())); diff != "" {
+		t.Errorf("error mismatch (-want +got):\n%s\nbody: %s", diff, w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("error Content-Type = %q, want application/json", ct)
+	}
+}
+
+// Field returns v[key] when v is a JSON object decoded into an any, else nil.
+func Field(v any, key string) any {
+	m, _ := v.(map[string]any)
+	return m[key]
+}
+
+// Data returns the data array of a list answer decoded into an any
+// ({"object":"list","data":[...]}), or nil.
+func Data(list any) []any {
+	d, _ := Field(list, "data").([]any)
+	return d
+}
+
+// Golden compares got with the golden file testdata/name of the test's
+// package and reports a difference with t.Errorf. With update (the package's
+// -update flag) it first writes got there, creating testdata if need be.
+func Golden(t testing.TB, name, got string, update bool) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
 }
 
 // Diff reports with t.Errorf when want and got differ (by cmp.Diff with

@@ -316,3 +316,64 @@ func TestRouter(t *testing.T) {
 		t.Error("Router of a key without a method did not fail the test")
 	}
 }
+
+func TestCallAndMember(t *testing.T) {
+	var got []*auth.Principal
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, auth.FromContext(r.Context()))
+		httpx.WriteJSON(w, 200, map[string]any{"data": []any{"x"}})
+	})
+	c := &testkit.Client{T: t, H: h}
+	list := c.OK(testkit.Call{Method: "GET", Target: "/x"})
+	c.Deny = []string{"memory:write"}
+	c.JSON(testkit.Call{Method: "GET", Target: "/x", Tenant: "globex"})
+	c.JSON(testkit.Request{Method: "GET", Target: "/x", Principal: testkit.Member(&auth.Tenant{ID: "initech"})})
+	want := []*auth.Principal{
+		{TokenID: testkit.TokenID, Tenant: &auth.Tenant{ID: testkit.DefaultTenant}, Role: auth.RoleMember},
+		{TokenID: testkit.TokenID, Tenant: &auth.Tenant{ID: "globex"}, Role: auth.RoleMember, Deny: []string{"memory:write"}},
+		{TokenID: testkit.TokenID, Tenant: &auth.Tenant{ID: "initech"}, Role: auth.RoleMember}, // a Request is sent as it is
+	}
+	testkit.Diff(t, "principals", want, got)
+	testkit.Diff(t, "Data", []any{"x"}, testkit.Data(list))
+	if testkit.Field("not an object", "data") != nil || testkit.Data(nil) != nil {
+		t.Error("Field or Data of a value that is not an object is not nil")
+	}
+}
+
+func TestBuildReaderBody(t *testing.T) {
+	var got sent
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = see(r) })
+	testkit.Serve(t, h, testkit.Request{Method: "POST", Target: "/x", Body: io.MultiReader(strings.NewReader("a"), strings.NewReader("b"))})
+	if got.Body != "ab" || got.ContentType != "application/json" {
+		t.Errorf("reader body sent as %q, Content-Type %q", got.Body, got.ContentType)
+	}
+}
+
+func TestCheckError(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, errcat.New(errcat.DocumentNotFound, "doc_id", "No such document."))
+	})
+	w := testkit.Serve(t, h, testkit.Request{Method: "GET", Target: "/x"})
+	testkit.CheckError(t, w, testkit.WantError(errcat.DocumentNotFound, "doc_id"))
+	rt := &recordingT{TB: t}
+	testkit.CheckError(rt, w, testkit.WantError(errcat.InvalidField, "doc_id"))
+	if !strings.Contains(rt.errors, "error mismatch (-want +got):") {
+		t.Errorf("CheckError of another error reported %q", rt.errors)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	t.Chdir(t.TempDir())
+	rt := &recordingT{TB: t}
+	testkit.Golden(rt, "a.txt", "one", false)
+	if !strings.Contains(rt.fatal, "go test -update") {
+		t.Errorf("Golden without the file: fatal %q", rt.fatal)
+	}
+	testkit.Golden(t, "a.txt", "one", true) // writes testdata/a.txt
+	testkit.Golden(t, "a.txt", "one", false)
+	rt = &recordingT{TB: t}
+	testkit.Golden(rt, "a.txt", "two", false)
+	if !strings.Contains(rt.errors, "a.txt mismatch (-want +got):") {
+		t.Errorf("Golden of other text reported %q", rt.errors)
+	}
+}

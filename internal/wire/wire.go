@@ -1,15 +1,14 @@
-// Package wire holds the OpenAI Chat Completions wire types the gateway reads:
-// completions, stream chunks, tool calls and their deltas, and the helpers
-// every reader of them needs. The relay, /c1 and agents share them, so that a
-// chunk is read one way everywhere; they describe what the gateway reads, not
-// every field OpenAI defines (unknown fields are ignored, and bodies are
-// forwarded verbatim, never re-marshalled from these types).
+// Package wire holds the OpenAI Chat Completions wire types of the gateway:
+// the answers it reads (completions, stream chunks, tool calls and their
+// deltas, usage), the requests and messages it builds (Request, Message and
+// its constructors), and the helpers every reader of them needs. The relay,
+// /c1 and agents share them, so that a chunk is read, and a message written,
+// one way everywhere. They describe what the gateway reads and writes, not
+// every field OpenAI defines: unknown fields are ignored, and a client's
+// bodies are forwarded verbatim, never re-marshalled from these types.
 package wire
 
-import (
-	"encoding/json"
-	"strings"
-)
+import "encoding/json"
 
 // ToolCall is one tool call of an assistant message.
 type ToolCall struct {
@@ -27,20 +26,23 @@ type FunctionCall struct {
 // ToolCallDelta is one piece of a streamed tool call: the pieces with one
 // Index join into one ToolCall (see ToolCalls).
 type ToolCallDelta struct {
-	Index    int    `json:"index"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	Index    int          `json:"index"`
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"` // a piece of the name and of the arguments
+}
+
+// Meta is what a completion and each chunk of its stream say of themselves:
+// the completion's id, model and created time.
+type Meta struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Created int64  `json:"created"`
 }
 
 // Chunk is a chat.completion.chunk of a stream.
 type Chunk struct {
-	ID      string        `json:"id"`
-	Model   string        `json:"model"`
-	Created int64         `json:"created"`
+	Meta
 	Choices []ChunkChoice `json:"choices"`
 	// Usage is the usage object verbatim (a stream carries one only with
 	// stream_options.include_usage), or nil/null.
@@ -60,11 +62,10 @@ type ChunkChoice struct {
 
 // Completion is a whole chat.completion.
 type Completion struct {
-	ID      string             `json:"id"`
-	Model   string             `json:"model"`
-	Created int64              `json:"created"`
+	Meta
 	Choices []CompletionChoice `json:"choices"`
-	Usage   json.RawMessage    `json:"usage"`
+	// Usage is the usage object verbatim, or nil/null.
+	Usage json.RawMessage `json:"usage"`
 }
 
 // CompletionChoice is one choice of a Completion.
@@ -134,60 +135,45 @@ func (t *ToolCalls) Calls() []ToolCall {
 	return t.calls
 }
 
+// usage is what UsedTokens reads of a usage object; a count the object
+// leaves out stays nil.
+type usage struct {
+	Total      *int64 `json:"total_tokens"`
+	Prompt     *int64 `json:"prompt_tokens"`
+	Completion *int64 `json:"completion_tokens"`
+}
+
+// UsedTokens returns the tokens that raw, an answer's usage object verbatim,
+// says were used: total_tokens, or prompt_tokens + completion_tokens (a
+// negative count as 0) when there is no total of at least 0. It is -1
+// (unknown) when raw is absent (a stream without
+// stream_options.include_usage), null or not a usage object, or has neither
+// such a total nor a prompt or completion count.
+func UsedTokens(raw json.RawMessage) int64 {
+	if len(raw) == 0 {
+		return -1
+	}
+	var u usage
+	if json.Unmarshal(raw, &u) != nil {
+		return -1
+	}
+	switch {
+	case u.Total != nil && *u.Total >= 0:
+		return *u.Total
+	case u.Prompt != nil || u.Completion != nil:
+		var n int64
+		if u.Prompt != nil {
+			n += max(*u.Prompt, 0)
+		}
+		if u.Completion != nil {
+			n += max(*u.Completion, 0)
+		}
+		return n
+	}
+	return -1
+}
+
 // IsNull reports whether raw is absent or JSON null.
 func IsNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
-}
-
-// ContentText returns a chat message's content as text: a string as it is,
-// the text parts of a content-parts array joined, "" for anything else.
-func ContentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
-
-// TextMessage returns the chat message {"role":role,"content":content}.
-func TextMessage(role, content string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{role, content}) // strings only: cannot fail
-	return b
-}
-
-// AssistantMessage returns an assistant message with its text (possibly "")
-// and, when there are any, its tool calls in OpenAI's shape.
-func AssistantMessage(content string, calls []ToolCall) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role      string     `json:"role"`
-		Content   string     `json:"content"`
-		ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	}{"assistant", content, calls})
-	return b
-}
-
-// ToolMessage returns the tool message answering tool call callID.
-func ToolMessage(callID, content string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role       string `json:"role"`
-		ToolCallID string `json:"tool_call_id"`
-		Content    string `json:"content"`
-	}{"tool", callID, content})
-	return b
 }

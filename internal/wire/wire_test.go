@@ -60,3 +60,94 @@ func TestIsNullAndContentText(t *testing.T) {
 		}
 	}
 }
+
+func TestUsedTokens(t *testing.T) {
+	for _, tc := range []struct {
+		usage string
+		want  int64
+	}{
+		{``, -1},
+		{`null`, -1},
+		{`not json`, -1},
+		{`{}`, -1},
+		{`{"total_tokens":-1}`, -1},
+		{`{"total_tokens":28,"prompt_tokens":12}`, 28},
+		{`{"total_tokens":-1,"prompt_tokens":12}`, 12},
+		{`{"prompt_tokens":12,"completion_tokens":16}`, 28},
+		{`{"completion_tokens":-3}`, 0},
+	} {
+		if got := wire.UsedTokens(json.RawMessage(tc.usage)); got != tc.want {
+			t.Errorf("UsedTokens(%q) = %d, want %d", tc.usage, got, tc.want)
+		}
+	}
+}
+
+// TestMessageLayout pins the bytes the constructors and Message write: they
+// are stored (conversations, agent sessions), and a stored message is read
+// back and compared as it was written.
+func TestMessageLayout(t *testing.T) {
+	user, err := wire.UserMessage(json.RawMessage(`[ {"type":"text", "text":"hi"} ]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := json.Marshal(wire.Message{Role: "assistant", ToolCalls: []json.RawMessage{json.RawMessage(`{"id":"c1"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{
+		string(wire.TextMessage("system", "be brief")),
+		string(user),
+		string(replayed),
+		string(wire.AssistantMessage("", []wire.ToolCall{{ID: "c1", Type: "function", Function: wire.FunctionCall{Name: "now", Arguments: "{}"}}})),
+		string(wire.AssistantMessage("hello", nil)),
+		string(wire.ToolMessage("c1", `{"ok":true}`)),
+	}
+	want := []string{
+		`{"role":"system","content":"be brief"}`,
+		`{"role":"user","content":[{"type":"text","text":"hi"}]}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1"}]}`,
+		`{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"now","arguments":"{}"}}]}`,
+		`{"role":"assistant","content":"hello"}`,
+		`{"role":"tool","tool_call_id":"c1","content":"{\"ok\":true}"}`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := wire.UserMessage(json.RawMessage(`{`)); err == nil {
+		t.Error("UserMessage(invalid JSON) succeeded")
+	}
+}
+
+// TestRequestLayout pins the order of a built request's members and which
+// ones a zero value leaves out.
+func TestRequestLayout(t *testing.T) {
+	limit := int32(5)
+	for _, tc := range []struct {
+		req  wire.Request
+		want string
+	}{
+		{wire.Request{Model: "m", Messages: []json.RawMessage{}}, `{"model":"m","messages":[],"stream":false}`},
+		{wire.Request{
+			Model: "m", Messages: []json.RawMessage{wire.TextMessage("user", "hi")}, Stream: true,
+			StreamOptions: &wire.StreamOptions{IncludeUsage: true}, MaxTokens: &limit,
+			Tools: json.RawMessage(`[]`), ToolChoice: json.RawMessage(`"auto"`),
+			ResponseFormat: json.RawMessage(`{"type":"text"}`), Attachments: json.RawMessage(`[]`),
+		}, `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},` +
+			`"max_tokens":5,"tools":[],"tool_choice":"auto","response_format":{"type":"text"},"attachments":[]}`},
+	} {
+		b, err := json.Marshal(tc.req)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Marshal(%+v) = %s, %v; want %s", tc.req, b, err, tc.want)
+		}
+	}
+}
+
+func TestChunkMeta(t *testing.T) {
+	var ch wire.Chunk
+	if err := json.Unmarshal([]byte(`{"id":"c","model":"m","created":7,"choices":[]}`), &ch); err != nil {
+		t.Fatal(err)
+	}
+	if want := (wire.Meta{ID: "c", Model: "m", Created: 7}); ch.Meta != want {
+		t.Errorf("Chunk.Meta = %+v, want %+v", ch.Meta, want)
+	}
+}

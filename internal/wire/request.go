@@ -1,0 +1,43 @@
+package wire
+
+import "encoding/json"
+
+// Request is a chat completions request the gateway makes itself: a /c1 turn
+// or an agent's round. Messages are whole messages, verbatim; the members a
+// /c1 client gives (tools, tool_choice, response_format, attachments) are
+// its values verbatim, and a member left nil or zero is not sent (but model,
+// messages and stream, which are always). The pre-flight checks read and
+// rewrite the marshalled body as they do a /v1 client's.
+type Request struct {
+	Model         string            `json:"model"`
+	Messages      []json.RawMessage `json:"messages"`
+	Stream        bool              `json:"stream"`
+	StreamOptions *StreamOptions    `json:"stream_options,omitempty"`
+	MaxTokens     *int32            `json:"max_tokens,omitempty"`
+	Temperature   *float64          `json:"temperature,omitempty"`
+	// Tools is the array of tool definitions (Tool values, marshalled).
+	Tools          json.RawMessage `json:"tools,omitempty"`
+	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
+	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
+	// Attachments is the gateway's own additive member, which the pre-flight
+	// checks turn into parts of the last user message.
+	Attachments json.RawMessage `json:"attachments,omitempty"`
+}
+
+// StreamOptions is the stream_options of a request.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Tool is a function tool offered to the model.
+type Tool struct {
+	Type     string   `json:"type"` // "function"
+	Function Function `json:"function"`
+}
+
+// Function is the function of a Tool: Parameters is its JSON Schema.
+type Function struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}

@@ -274,4 +274,3 @@ func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
 	}
 	httpx.WriteJSON(w, http.StatusOK, withOutput(v.rec, out, truncated))
 }
-

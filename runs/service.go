@@ -77,13 +77,13 @@ const (
 	// ReasonShutdownQueued is no longer given: Close puts a run it claimed
 	// but did not start back in the queue. Runs stored by earlier versions
 	// may carry it.
-	ReasonShutdownQueued   = "gateway shut down before the run started"
-	ReasonCancelled        = "cancelled by request"
-	ReasonCancelledQueued  = "cancelled by request before the run started"
-	ReasonStartFailed      = "the command could not be started"
-	ReasonWorkDirFailed    = "the working directory could not be created"
-	ReasonStorageAtStart   = "the run could not be started: storage error"
-	reasonNoLongerQueued   = "the run is no longer queued"
+	ReasonShutdownQueued  = "gateway shut down before the run started"
+	ReasonCancelled       = "cancelled by request"
+	ReasonCancelledQueued = "cancelled by request before the run started"
+	ReasonStartFailed     = "the command could not be started"
+	ReasonWorkDirFailed   = "the working directory could not be created"
+	ReasonStorageAtStart  = "the run could not be started: storage error"
+	reasonNoLongerQueued  = "the run is no longer queued"
 )
 
 // Supervision timings.

@@ -65,6 +65,16 @@ func StoreRun(st store.Store, tenant, user, repo, workItem, id string, p *Proc) 
 	return s.markRunning(&active{rec: rec}, p)
 }
 
+// StoreQueued stores run id of tenant and user for repo and workItem as
+// queued, in the queue for any replica to claim, as a Create without a free
+// slot does.
+func StoreQueued(st store.Store, tenant, user, repo, workItem, id string) error {
+	s := &Service{st: st, clk: clock.NewFake(time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))}
+	_, _, err := s.insert(context.Background(), record{ID: id, Tenant: tenant, User: user,
+		Runtime: RuntimeCodingAgent, Repo: repo, WorkItem: workItem, Status: StatusQueued, CreatedAt: s.clk.Now()}, false)
+	return err
+}
+
 // Poll runs one poll of s, as its loop does every PollInterval: cancel
 // requests, runs of replicas that are gone, claims.
 func Poll(s *Service) { s.poll(s.life) }

@@ -58,7 +58,10 @@ func (s *Service) claim(ctx context.Context) {
 	if n == 0 {
 		return
 	}
-	recs, err := s.claimQueued(ctx, n)
+	// Not cancelled by Close: a claim that may have committed must be
+	// launched (Close then puts the runs back in the queue), or they would
+	// wait for their lease to expire.
+	recs, err := s.claimQueued(context.WithoutCancel(ctx), n)
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("runs: queued runs not claimed; trying again at the next poll", "err", err)
 	}

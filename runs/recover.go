@@ -76,9 +76,12 @@ func (s *Service) recoverInterrupted(ctx context.Context) error {
 // a gateway process that has ended: its owner ran on this machine and its
 // process is gone, or it has no owner although it is not waiting in the
 // queue (stored by a version from before replicas had leases, which ran
-// alone on its store). The runs of live replicas, and those of replicas on
-// other machines, are left to their leases (fleet.go); queued runs nobody
-// claimed are left to be claimed.
+// alone on its store). "Runs survive a restart: a run that was `running`
+// when the process died is marked `failed` with a reason on start"
+// (docs/contract.md#7-agents-tools-rag-runs): that is the process's own
+// restart, not another replica's start, so the runs of live replicas, and
+// those of replicas on other machines, are left to their leases (fleet.go);
+// queued runs nobody claimed are left to be claimed.
 func (s *Service) interrupted(tx store.Tx, rec record) bool {
 	if rec.Owner != nil {
 		return s.self.ownerEnded(rec.Owner)

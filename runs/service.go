@@ -318,19 +318,16 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// reserve takes the free slots for runs about to be claimed, at most max,
+// reserve takes the free slots for runs about to be claimed, at most want,
 // and returns how many it took: none after Close, or when the coding-agent
 // runtime is disabled (such a Service runs nothing).
-func (s *Service) reserve(max int) int {
+func (s *Service) reserve(want int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || !s.enabled() {
 		return 0
 	}
-	n := min(max, s.maxRunning-s.nrunning)
-	if n < 0 {
-		n = 0
-	}
+	n := max(0, min(want, s.maxRunning-s.nrunning))
 	s.nrunning += n
 	return n
 }

@@ -35,8 +35,10 @@
 // a code (not when a signal ended it); reason on every run that ended other
 // than succeeded. GET /a1/runs/{id} adds "output", the last OutputTailBytes
 // (64 KiB) of the command's combined stdout and stderr as a string (invalid
-// UTF-8 replaced by U+FFFD; "" before the run starts), live while it runs,
-// and "output_truncated", true when earlier output was dropped.
+// UTF-8 replaced by U+FFFD; "" before the run starts), live while it runs
+// (on a replica other than the one running it: as of that one's last
+// heartbeat, at most HeartbeatInterval old), and "output_truncated", true
+// when earlier output was dropped.
 //
 // # POST /a1/runs: order of checks
 //

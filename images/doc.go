@@ -88,6 +88,7 @@
 //	img/data    str(tenant) str(id)                 -> image bytes
 //	img/expiry  u64(expires_at ns) str(tenant) str(id) -> ""  (purge index)
 //	img/rate    str(tenant) u64(reserved_at ns) str(rid) -> image count (decimal)
+//	img/lease   "purger"                            -> the purge lease (JSON: holder, until)
 //
 // Ids are "img_" + 16 hex digits of the creation time in Unix nanoseconds + 16
 // random hex digits, so a tenant's images sort by creation time. An image is
@@ -95,9 +96,22 @@
 //
 // # The purger
 //
-// New starts a goroutine that calls PurgeExpired at once and then every
+// New starts a goroutine that runs a purge round at once and then every
 // Config.PurgeInterval (default one minute) until Close. PurgeExpired walks
 // img/expiry from the oldest expiry up to Clock.Now(), so it never reads live
 // images, and drops rate-ledger entries older than the window. Its failures
 // are logged (Config.Logger) and retried at the next interval.
+//
+// Several gateway replicas may share one Store (PostgreSQL); each runs a
+// purger, but only one purges. A round first takes or renews the purge lease
+// (img/lease, key "purger": a holder, random per Service, and an expiry, in
+// one Update transaction; internal/lease) and purges only when it holds it.
+// The lease lasts Config.PurgeLease (default three intervals, so a holder
+// keeps it across a round that ran late). When the holder stops, another
+// replica takes over: at its next round after Close, which releases the
+// lease, and at most PurgeLease plus one PurgeInterval after the holder died
+// without Close. A purge that outlasts the lease may meet another replica's:
+// deleting is idempotent, so both do the same deletions and nothing breaks.
+// Expiry is judged by each replica's clock, so replicas' clocks must agree
+// to well within the lease.
 package images

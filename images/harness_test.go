@@ -59,7 +59,14 @@ func newEnv(t *testing.T, opts ...upstreamtest.Option) *env {
 // start returns another Service over e's store, clock and upstream, with the
 // purger interval every, closed when the test ends.
 func (e *env) start(t *testing.T, every time.Duration) *images.Service {
-	s := images.New(images.Config{Upstream: e.router, Catalog: e.cat, Store: e.st, Clock: e.clk, PurgeInterval: every})
+	return e.startWith(t, images.Config{PurgeInterval: every})
+}
+
+// startWith is start with cfg, whose Upstream, Catalog, Store and Clock are
+// e's.
+func (e *env) startWith(t *testing.T, cfg images.Config) *images.Service {
+	cfg.Upstream, cfg.Catalog, cfg.Store, cfg.Clock = e.router, e.cat, e.st, e.clk
+	s := images.New(cfg)
 	t.Cleanup(func() { s.Close() })
 	return s
 }

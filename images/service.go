@@ -3,9 +3,12 @@ package images
 import (
 	"context"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/internal/lease"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
@@ -17,9 +20,9 @@ type Config struct {
 	Upstream upstream.Upstream
 	// Catalog is the model catalog. Required.
 	Catalog *upstream.Catalog
-	// Store keeps the images, their expiry index and the rate ledger (buckets
-	// img/...), and holds the tenant configuration. Required. Close does not
-	// close it.
+	// Store keeps the images, their expiry index, the rate ledger and the
+	// purge lease (buckets img/...), and holds the tenant configuration.
+	// Required. Close does not close it.
 	Store store.Store
 	// Clock stamps images and decides expiry and the rate window. Nil means
 	// clock.Wall.
@@ -34,6 +37,13 @@ type Config struct {
 	// means no purger: expired images answer image_not_found all the same,
 	// but stay stored until someone calls PurgeExpired.
 	PurgeInterval time.Duration
+	// PurgeLease is how long the purge lease lasts: of several Services
+	// sharing Store (replicas), only the one holding the lease purges, and
+	// renews it on each round; when it stops, another takes over once the
+	// lease has expired. 0 or negative means three PurgeIntervals (three
+	// minutes by default), so that a holder keeps the lease across a round
+	// that ran late.
+	PurgeLease time.Duration
 }
 
 // Image limits and defaults.
@@ -47,6 +57,14 @@ const (
 	RateWindow = time.Hour
 	// DefaultPurgeInterval is the purger's interval when Config gives none.
 	DefaultPurgeInterval = time.Minute
+	// purgeLeasesPerInterval is the default PurgeLease in PurgeIntervals.
+	purgeLeasesPerInterval = 3
+)
+
+// The purge lease: bucket img/lease, key "purger" (see the package doc).
+var (
+	imgLeaseBucket = []byte("img/lease")
+	purgerLeaseKey = []byte("purger")
 )
 
 // Service serves the image endpoints and runs the purger of expired images
@@ -61,8 +79,14 @@ type Service struct {
 	// decode and store its images.
 	maxBytes int64
 
+	// purgeLease is the lease of the purger, which only its holder runs.
+	purgeLease *lease.Named
 	stopPurger context.CancelFunc
 	purgerDone chan struct{} // closed when the purger returned
+	// held is set once this Service has held the purge lease: Close
+	// releases it then, and only then.
+	held        atomic.Bool
+	releaseOnce sync.Once
 }
 
 // New returns a Service for cfg and starts its purger (unless
@@ -82,6 +106,10 @@ func New(cfg Config) *Service {
 	if every == 0 {
 		every = DefaultPurgeInterval
 	}
+	s.purgeLease = &lease.Named{
+		Store: s.st, Clock: s.clock, Bucket: imgLeaseBucket, Key: purgerLeaseKey,
+		Holder: lease.NewHolder(), TTL: purgeLeaseTTL(cfg.PurgeLease, every),
+	}
 	s.purgerDone = make(chan struct{})
 	if every < 0 {
 		s.stopPurger = func() {}
@@ -97,33 +125,74 @@ func New(cfg Config) *Service {
 	return s
 }
 
+// purgeLeaseTTL is Config.PurgeLease, or its default for the interval every.
+func purgeLeaseTTL(configured, every time.Duration) time.Duration {
+	if configured > 0 {
+		return configured
+	}
+	if every <= 0 {
+		every = DefaultPurgeInterval
+	}
+	return purgeLeasesPerInterval * every
+}
+
 // Close stops the purger and waits for it to return; a purge under way is
-// cancelled (what it deleted stays deleted). It returns nil, and is safe to
-// call more than once. Requests should be drained first: Close does not stop
-// the handlers, and does not close the Store.
+// cancelled (what it deleted stays deleted). It then releases the purge lease
+// if it held it, so that another replica takes over at its next round rather
+// than after the lease expired (a failure to release is logged). It returns
+// nil, and is safe to call more than once. Requests should be drained first:
+// Close does not stop the handlers, and does not close the Store.
 func (s *Service) Close() error {
 	s.stopPurger()
 	<-s.purgerDone
+	s.releaseOnce.Do(func() {
+		if !s.held.Load() {
+			return
+		}
+		if err := s.purgeLease.Release(context.Background()); err != nil {
+			s.logger.LogAttrs(context.Background(), slog.LevelWarn, "image purge lease not released", slog.String("error", err.Error()))
+		}
+	})
 	return nil
 }
 
-// purge calls PurgeExpired at once and then every interval until ctx ends.
-// Failures are logged and retried at the next interval.
+// purge runs a purge round at once and then every interval until ctx ends.
 func (s *Service) purge(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		n, err := s.PurgeExpired(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.logger.LogAttrs(ctx, slog.LevelWarn, "image purge failed", slog.Int("purged", n), slog.String("error", err.Error()))
-		case n > 0:
-			s.logger.LogAttrs(ctx, slog.LevelInfo, "expired images purged", slog.Int("purged", n))
-		}
+		s.purgeRound(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// purgeRound calls PurgeExpired if this Service holds the purge lease, which
+// it takes or renews first: of several replicas over one store, one purges
+// (deleting is idempotent, so two purges at once would be harmless, but the
+// work is not done once per replica). It reports whether it held the lease.
+// Failures are logged and retried at the next round.
+func (s *Service) purgeRound(ctx context.Context) bool {
+	held, err := s.purgeLease.Acquire(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.logger.LogAttrs(ctx, slog.LevelWarn, "image purge lease not taken", slog.String("error", err.Error()))
+		}
+		return false
+	}
+	if !held {
+		return false // another replica purges
+	}
+	s.held.Store(true)
+	n, err := s.PurgeExpired(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "image purge failed", slog.Int("purged", n), slog.String("error", err.Error()))
+	case n > 0:
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "expired images purged", slog.Int("purged", n))
+	}
+	return true
 }

@@ -31,15 +31,19 @@ type outcome struct {
 	exitCode  *int
 	output    []byte
 	truncated bool
+	// requeue: the command never started and the run goes back in the
+	// queue (Close came first); the other fields are unset.
+	requeue bool
 }
 
 // execute runs the command of the dispatched run a to its end and says how it
 // ended. Every failure to start becomes a failed outcome (the cause is logged).
 //
-// The run stays queued in the store until its command has started: it is
-// marked running together with the command's identity (pid, process group,
-// start time) in one transaction, so that a run stored as running always
-// names the processes a later start must kill if this process dies.
+// The run, claimed by this Service, stays queued in the store until its
+// command has started: it is marked running together with the command's
+// identity (pid, process group, start time) in one transaction, so that a run
+// stored as running always names the processes a later start must kill if
+// this process dies.
 func (s *Service) execute(a *active) outcome {
 	if o, stopped := s.stoppedBeforeStart(a); stopped {
 		return o
@@ -109,8 +113,9 @@ func (s *Service) markStarted(a *active, pid int) (outcome, bool) {
 	s.killLocked(a, syscall.SIGKILL)
 	s.mu.Unlock()
 	if errors.Is(err, errNotQueued) {
-		// Ended in the store meanwhile (a later process recovered it):
-		// finish leaves that state.
+		// Ended in the store meanwhile, or no longer this Service's (a
+		// restart or another replica recovered it): finish leaves that
+		// state.
 		return outcome{status: StatusFailed, reason: reasonNoLongerQueued}, false
 	}
 	s.log.Error("runs: run not marked running; its command was killed", "run_id", a.rec.ID, "err", err)
@@ -120,7 +125,7 @@ func (s *Service) markStarted(a *active, pid int) (outcome, bool) {
 // identify returns the identity of the command pid of this Service, which
 // must not have been reaped yet (so that pid is still its own).
 func (s *Service) identify(pid int) *proc {
-	p := &proc{PID: pid, PGID: pid, Boot: s.boot} // Setpgid: the command leads its group
+	p := &proc{PID: pid, PGID: pid, Boot: s.self.boot} // Setpgid: the command leads its group
 	st, err := readStat(pid)
 	if err != nil {
 		s.log.Warn("runs: start time of a command unknown; a restart will not kill what it leaves", "pid", pid, "err", err)
@@ -173,7 +178,9 @@ func stoppedOutcome(stop stopReason) (outcome, bool) {
 	case stopCancel:
 		return outcome{status: StatusCancelled, reason: ReasonCancelledQueued}, true
 	case stopShutdown:
-		return outcome{status: StatusFailed, reason: ReasonShutdownQueued}, true
+		return outcome{requeue: true}, true
+	case stopLost: // not stored: the run is no longer this Service's
+		return outcome{status: StatusFailed, reason: ReasonLostQueued}, true
 	}
 	return outcome{}, false
 }
@@ -195,6 +202,8 @@ func exitOutcome(ps *os.ProcessState, stop stopReason) outcome {
 		o.status, o.reason = StatusCancelled, ReasonCancelled+": "+how
 	case stop == stopShutdown:
 		o.status, o.reason = StatusFailed, ReasonShutdown+": "+how
+	case stop == stopLost: // not stored: the run is no longer this Service's
+		o.status, o.reason = StatusFailed, ReasonLostRunning+": "+how
 	case o.exitCode != nil && *o.exitCode == 0:
 		o.status = StatusSucceeded
 	default:
@@ -294,11 +303,24 @@ func (t *tail) Write(p []byte) (int, error) {
 // snapshot returns a copy of the last max bytes and whether earlier ones were
 // dropped.
 func (t *tail) snapshot() ([]byte, bool) {
+	b, truncated, _ := t.snapshotWritten()
+	return b, truncated
+}
+
+// snapshotWritten is snapshot, with the number of bytes written so far.
+func (t *tail) snapshotWritten() ([]byte, bool, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.buf
 	if len(b) > t.max {
 		b = b[len(b)-t.max:]
 	}
-	return append([]byte(nil), b...), t.total > int64(t.max)
+	return append([]byte(nil), b...), t.total > int64(t.max), t.total
+}
+
+// written returns the number of bytes written so far.
+func (t *tail) written() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.total
 }

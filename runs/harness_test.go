@@ -63,9 +63,27 @@ func newEnv(t *testing.T, cfg runs.Config) *env {
 // *memstore.Store can fail on request (env.st).
 func newEnvOver(t *testing.T, st store.Store, cfg runs.Config) *env {
 	t.Helper()
-	e := &env{t: t, clk: clock.NewFake(t0)}
+	return newEnvAt(t, st, clock.NewFake(t0), cfg)
+}
+
+// newEnvAt builds a Service over st with the clock clk, which replicas over
+// one store share. The loop's heartbeat and poll wait an hour unless cfg says
+// otherwise (a test drives them with runs.Heartbeat and runs.Poll), so that
+// their transactions take no failure a test injects.
+func newEnvAt(t *testing.T, st store.Store, clk *clock.Fake, cfg runs.Config) *env {
+	t.Helper()
+	e := &env{t: t, clk: clk}
 	e.st, _ = st.(*memstore.Store)
 	cfg.Store, cfg.Clock = st, e.clk
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = time.Hour
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = time.Hour
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = 2 * cfg.HeartbeatInterval
+	}
 	if os.Getenv("RUNS_TEST_LOG") != "" { // RUNS_TEST_LOG=1 go test shows the Service's log
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -103,18 +121,25 @@ func routes(svc *runs.Service) http.Handler {
 	return r
 }
 
-// checkNoLeaks fails t when goroutines of package runs outlive Close.
+// checkNoLeaks fails t when goroutines of package runs outlive Close. The
+// loop of a Service (started by New) is left out: Close returns only once
+// its loop has, and other Services of the test may still run theirs.
 func checkNoLeaks(t *testing.T) {
 	t.Helper()
-	var stacks string
+	var left []string
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		buf := make([]byte, 1<<20)
-		stacks = string(buf[:runtime.Stack(buf, true)])
-		if !strings.Contains(stacks, "chatgw/gateway/runs.") {
+		left = left[:0]
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "chatgw/gateway/runs.") && !strings.Contains(g, "created by github.com/chatgw/gateway/runs.New") {
+				left = append(left, g)
+			}
+		}
+		if len(left) == 0 {
 			return
 		}
 	}
-	t.Errorf("goroutines of package runs left after Close:\n%s", stacks)
+	t.Errorf("goroutines of package runs left after Close:\n%s", strings.Join(left, "\n\n"))
 }
 
 // req is one request. tenant "" means acme; admin gives the principal the

@@ -47,6 +47,7 @@ var envNames = []string{"GW_RUN_ID", "GW_RUN_REPO", "GW_RUN_WORK_ITEM", "GW_TENA
 //	orphan        start "sleep" as a child, print "child <pid>", exit 0
 //	tree          start "sleep" as a child in the same process group, print
 //	              "leader <own pid>", "child <pid>" and "ready", sleep
+//	mark FILE MS  append GW_RUN_ID and a newline to FILE, sleep MS ms, exit 0
 //	gateway DB CMD...
 //	              a gateway that crashes: see helperGateway
 func helper(args []string) int {
@@ -116,6 +117,18 @@ func helper(args []string) int {
 		}
 		fmt.Printf("leader %d\nchild %d\nready\n", os.Getpid(), child.Process.Pid)
 		time.Sleep(time.Hour)
+		return 0
+	case "mark":
+		f, err := os.OpenFile(args[1], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return 40
+		}
+		_, err = f.WriteString(os.Getenv("GW_RUN_ID") + "\n") // one write: O_APPEND keeps lines whole
+		if f.Close() != nil || err != nil {
+			return 41
+		}
+		n, _ := strconv.Atoi(args[2])
+		time.Sleep(time.Duration(n) * time.Millisecond)
 		return 0
 	case "gateway":
 		return helperGateway(args[1], args[2:])

@@ -1,11 +1,14 @@
 package runs_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,18 +50,22 @@ func TestConcurrencyLimit(t *testing.T) {
 	diffT(t, "final statuses", []string{"cancelled", "cancelled", "running", "cancelled", "running"}, statuses())
 }
 
-// TestRestart: runs that were active when a process ended are failed by the
-// next Service over the store, and the old process cannot overwrite that.
+// TestRestart: a run that was running when a process ended is failed by the
+// next Service over the store, and the old process cannot overwrite that; a
+// run that waited in the queue is started by the next Service.
 //
 // The old process "dies" by losing its store (its Service lives on, and so
 // does its running command, as when Pdeathsig is not there to kill it): the
-// new Service must kill that command. The store comes back before the old
-// Service ends, to show its late writes change nothing.
+// new Service must kill that command. The old Service claims its runs as a
+// process that has ended (runs.ActAsEndedProcess), for the new one to tell
+// it from a live replica. The store comes back before the old Service ends,
+// to show its late writes change nothing.
 func TestRestart(t *testing.T) {
 	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
 	cs := &cutStore{Store: st}
 	first := newEnvOver(t, cs, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
+	runs.ActAsEndedProcess(first.svc)
 	running := first.create("", "alice", appRepo, "W-1")
 	first.waitReady("alice", running.ID)
 	queued := first.create("", "bob", appRepo, "W-2")
@@ -71,18 +78,19 @@ func TestRestart(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("command of the dead process (pid %d) still runs after New", pid)
 	}
+	second.waitDone("bob", queued.ID) // the queued run starts in the new process
 	for _, tt := range []struct {
 		tenant, user, id string
 		status, reason   string
 		started          bool
 	}{
 		{"acme", "alice", running.ID, runs.StatusFailed, runs.ReasonRestartedRunning, true},
-		{"acme", "bob", queued.ID, runs.StatusFailed, runs.ReasonRestartedQueued, false},
+		{"acme", "bob", queued.ID, runs.StatusSucceeded, "", true},
 		{"globex", "carol", done.ID, runs.StatusCancelled, runs.ReasonCancelledQueued, false},
 	} {
 		got := second.get(tt.tenant, tt.user, tt.id)
 		if got.Status != tt.status || got.Reason != tt.reason || (got.StartedAt != nil) != tt.started || got.FinishedAt == nil {
-			t.Errorf("run of %s after restart: %+v; want %s (%s)", tt.user, got, tt.status, tt.reason)
+			t.Errorf("run of %s after restart: %+v; want %s (%q)", tt.user, got, tt.status, tt.reason)
 		}
 	}
 	// Their work items are free in the new process.
@@ -97,7 +105,7 @@ func TestRestart(t *testing.T) {
 	if got := second.get("", "alice", running.ID); got.Reason != runs.ReasonRestartedRunning {
 		t.Errorf("after the old Service closed: %+v, want the restart's reason", got)
 	}
-	if got := second.get("", "bob", queued.ID); got.Reason != runs.ReasonRestartedQueued {
+	if got := second.get("", "bob", queued.ID); got.Status != runs.StatusSucceeded {
 		t.Errorf("queued run after the old Service closed: %+v", got)
 	}
 }
@@ -112,6 +120,7 @@ func TestRestartBolt(t *testing.T) {
 	}
 	cs := &cutStore{Store: db}
 	first := newEnvOver(t, cs, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
+	runs.ActAsEndedProcess(first.svc)
 	running := first.create("", "alice", appRepo, "W-1")
 	first.waitReady("alice", running.ID)
 	queued := first.create("", "alice", appRepo, "W-2")
@@ -120,7 +129,7 @@ func TestRestartBolt(t *testing.T) {
 
 	want := map[string]string{
 		running.ID: runs.ReasonRestartedRunning,
-		queued.ID:  runs.ReasonRestartedQueued,
+		queued.ID:  "", // started by the new process: succeeded
 		done.ID:    runs.ReasonCancelledQueued,
 	}
 	check := func(e *env, when string) {
@@ -142,6 +151,7 @@ func TestRestartBolt(t *testing.T) {
 	if r := second.waitDone("alice", again.ID); r.Status != runs.StatusSucceeded {
 		t.Errorf("new run over bbolt: %+v", r)
 	}
+	second.waitDone("alice", queued.ID)
 	check(second, "after the restart")
 	cs.cut.Store(false)
 	if err := first.svc.Close(); err != nil {
@@ -185,7 +195,8 @@ func TestNewStorageError(t *testing.T) {
 	}
 }
 
-// TestClose: Close kills what runs, fails what waits and refuses new runs.
+// TestClose: Close kills what runs, leaves what waits in the queue (for
+// another replica, or the next start) and refuses new runs.
 func TestClose(t *testing.T) {
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "grandchild"), MaxRunning: 1, KillGrace: time.Minute})
 	running := e.create("", "alice", appRepo, "W-1")
@@ -210,21 +221,80 @@ func TestClose(t *testing.T) {
 	}
 
 	for _, tt := range []struct {
-		id, reason string
+		id, status, reason string
 	}{
-		{running.ID, runs.ReasonShutdown + ": killed by signal 9 (killed)"},
-		{queued.ID, runs.ReasonShutdownQueued},
+		{running.ID, runs.StatusFailed, runs.ReasonShutdown + ": killed by signal 9 (killed)"},
+		{queued.ID, runs.StatusQueued, ""},
 	} {
-		if r := e.get("", "alice", tt.id); r.Status != runs.StatusFailed || r.Reason != tt.reason {
-			t.Errorf("run after Close: %+v; want failed (%s)", r, tt.reason)
+		if r := e.get("", "alice", tt.id); r.Status != tt.status || r.Reason != tt.reason {
+			t.Errorf("run after Close: %+v; want %s (%q)", r, tt.status, tt.reason)
 		}
 	}
 	e.fails(req{method: "POST", path: "/a1/runs", user: "alice",
 		body: map[string]string{"runtime": "coding-agent", "repo": appRepo, "work_item": "W-3"}}, wantErr(errcat.InternalError, ""))
-	// A restart finds nothing to recover.
+	// A restart finds nothing to recover; without a command it runs nothing.
 	after := newEnvOver(t, e.st, runs.Config{})
 	if r := after.get("", "alice", running.ID); r.Reason != runs.ReasonShutdown+": killed by signal 9 (killed)" {
 		t.Errorf("after restart: %+v", r)
+	}
+	if r := after.get("", "alice", queued.ID); r.Status != runs.StatusQueued {
+		t.Errorf("queued run on a Service without a command: %+v, want queued", r)
+	}
+	// One with a command starts the queued run.
+	again := newEnvOver(t, e.st, runs.Config{Command: helperCmd(t, "exit", "0")})
+	if r := again.waitDone("alice", queued.ID); r.Status != runs.StatusSucceeded {
+		t.Errorf("queued run after a restart: %+v, want succeeded", r)
+	}
+}
+
+// TestCloseRequeues: a run claimed while Close begins (by a Create in
+// flight) is not started but put back in the queue, for another replica or
+// the next start.
+func TestCloseRequeues(t *testing.T) {
+	e := newEnv(t, runs.Config{Command: helperCmd(t, "exit", "0")})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.st.FailWith(func(op string) error { // holds the Create's transaction until released
+		if op == "Update" {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+		return nil
+	})
+	body := map[string]string{"runtime": "coding-agent", "repo": appRepo, "work_item": "W-1"}
+	created := make(chan []byte, 1)
+	go func() {
+		r, _ := newRequest(req{method: "POST", path: "/a1/runs", user: "alice", body: body})
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		created <- w.Body.Bytes()
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- e.svc.Close() }()
+	for !runs.Closing(e.svc) {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	var r run
+	if err := json.Unmarshal(<-created, &r); err != nil || r.ID == "" {
+		t.Fatalf("Create during Close: %v, %+v", err, r)
+	}
+	e.st.FailWith(nil)
+	if got := e.get("", "alice", r.ID); got.Status != runs.StatusQueued || got.StartedAt != nil {
+		t.Errorf("run claimed as Close began: %+v, want queued", got)
+	}
+	if holder, _, err := runs.StoredOwner(e.st, "acme", r.ID); err != nil || holder != "" {
+		t.Errorf("run claimed as Close began: owner %q, %v; want none", holder, err)
+	}
+	again := newEnvOver(t, e.st, runs.Config{Command: helperCmd(t, "exit", "0")})
+	if got := again.waitDone("alice", r.ID); got.Status != runs.StatusSucceeded {
+		t.Errorf("requeued run after a restart: %+v, want succeeded", got)
 	}
 }
 

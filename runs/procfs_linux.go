@@ -56,6 +56,16 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
+// pidNamespace returns the pid namespace of this process ("pid:[4026531836]"),
+// or "" when it cannot be read.
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
+}
+
 // listStats returns the stat of every process; those that end while being
 // read are left out.
 func listStats() ([]procStat, error) {

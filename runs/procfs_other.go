@@ -19,6 +19,8 @@ func readStat(pid int) (procStat, error) { return procStat{}, errNoProcfs }
 
 func bootID() string { return "" }
 
+func pidNamespace() string { return "" }
+
 func listStats() ([]procStat, error) { return nil, errNoProcfs }
 
 func runIDsOf(pid int) []string { return nil }

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -14,7 +15,8 @@ import (
 //
 // The command of a run dies with the gateway (Pdeathsig, Linux), but what it
 // started does not: it stays in the command's process group. So New looks,
-// for every run the store holds as queued or running, for
+// for every run the store holds as queued or running that a gateway process
+// on this machine left when it ended (interrupted), for
 //
 //   - the command itself: a process with the stored pid and start time (a
 //     recycled pid has another start time; the boot id must match too);
@@ -29,6 +31,10 @@ import (
 // can be accepted while something of the old one still runs. A run whose
 // processes outlive the wait stays active, its work item busy, until the
 // next start or a cancel kills them.
+//
+// A replica's sweep (fleet.go) does the same for the runs of a replica whose
+// lease expired, when that replica ran on this machine; what a replica on
+// another machine left cannot be seen from here.
 
 // killWait bounds the wait for killed process groups to end (a process in
 // uninterruptible sleep ends only when its system call returns).
@@ -50,22 +56,43 @@ type procInfo struct {
 	runIDs []string
 }
 
-// recoverInterrupted ends the runs an earlier process left active: it kills
-// what is left of them, then marks failed those of which nothing runs any
-// more. No run of this process exists yet.
+// recoverInterrupted ends the runs an earlier gateway process on this
+// machine left active (interrupted): it kills what is left of them, then
+// marks failed those of which nothing runs any more. No run of this Service
+// exists yet.
 func (s *Service) recoverInterrupted(ctx context.Context) error {
-	recs, err := s.activeRecords(ctx)
+	recs, err := s.activeRecords(ctx, s.interrupted)
 	if err != nil {
 		return fmt.Errorf("runs.recover: %w", err)
 	}
-	if err := s.failInterrupted(ctx, recs, s.killLeftovers(recs)); err != nil {
+	left := s.killLeftovers(recs)
+	if err := s.failInterrupted(ctx, recs, left, ReasonRestartedRunning, ReasonRestartedQueued); err != nil {
 		return fmt.Errorf("runs.recover: %w", err)
 	}
 	return nil
 }
 
-// activeRecords returns the runs the store holds as queued or running.
-func (s *Service) activeRecords(ctx context.Context) ([]record, error) {
+// interrupted reports whether the active run rec (as read in tx) was left by
+// a gateway process that has ended: its owner ran on this machine and its
+// process is gone, or it has no owner although it is not waiting in the
+// queue (stored by a version from before replicas had leases, which ran
+// alone on its store). "Runs survive a restart: a run that was `running`
+// when the process died is marked `failed` with a reason on start"
+// (docs/contract.md#7-agents-tools-rag-runs): that is the process's own
+// restart, not another replica's start, so the runs of live replicas, and
+// those of replicas on other machines, are left to their leases (fleet.go);
+// queued runs nobody claimed are left to be claimed.
+func (s *Service) interrupted(tx store.Tx, rec record) bool {
+	if rec.Owner != nil {
+		return s.self.ownerEnded(rec.Owner)
+	}
+	return rec.Status != StatusQueued ||
+		!bytes.Equal(tx.Get(bucketQueue, queueKey(rec.Seq)), runKey(rec.Tenant, rec.ID))
+}
+
+// activeRecords returns the runs the store holds as queued or running of
+// which keep reports true (keep must only read tx).
+func (s *Service) activeRecords(ctx context.Context, keep func(store.Tx, record) bool) ([]record, error) {
 	var recs []record
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		recs = recs[:0]
@@ -78,7 +105,7 @@ func (s *Service) activeRecords(ctx context.Context) ([]record, error) {
 			if err != nil {
 				return err
 			}
-			if ok && rec.isActive() {
+			if ok && rec.isActive() && keep(tx, rec) {
 				recs = append(recs, rec)
 			}
 		}
@@ -105,10 +132,11 @@ func activeRefs(tx store.Tx) ([]runRef, error) {
 }
 
 // failInterrupted marks failed, in one transaction, the runs of seen of which
-// left says nothing runs any more, and drops dangling index entries. A run
-// not in seen, or whose state changed since it was seen, was not looked for
-// as it is now: it stays as it is.
-func (s *Service) failInterrupted(ctx context.Context, seen []record, left map[string]leftover) error {
+// left says nothing runs any more, with reason running (a run that was
+// running, or of which something was killed) or queued, and drops dangling
+// index entries. A run not in seen, or whose state changed since it was seen
+// (sameState), was not looked for as it is now: it stays as it is.
+func (s *Service) failInterrupted(ctx context.Context, seen []record, left map[string]leftover, running, queued string) error {
 	now := s.clk.Now().UTC()
 	byID := make(map[string]record, len(seen))
 	for _, rec := range seen {
@@ -133,10 +161,9 @@ func (s *Service) failInterrupted(ctx context.Context, seen []record, left map[s
 			if was, ok := byID[rec.ID]; !ok || !sameState(was, rec) || left[rec.ID] == leftAlive {
 				continue
 			}
-			l := left[rec.ID]
-			reason := ReasonRestartedQueued
-			if rec.Status == StatusRunning || l == leftKilled {
-				reason = ReasonRestartedRunning
+			reason := queued
+			if rec.Status == StatusRunning || left[rec.ID] == leftKilled {
+				reason = running
 			}
 			if err := end(tx, rec, StatusFailed, reason, nil, now, nil, false); err != nil {
 				return err
@@ -144,15 +171,6 @@ func (s *Service) failInterrupted(ctx context.Context, seen []record, left map[s
 		}
 		return nil
 	})
-}
-
-// sameState reports whether run a is in the state b is: same status, same
-// command.
-func sameState(a, b record) bool {
-	if a.Status != b.Status || (a.Proc == nil) != (b.Proc == nil) {
-		return false
-	}
-	return a.Proc == nil || *a.Proc == *b.Proc
 }
 
 // killLeftovers kills the process groups the runs recs left running and
@@ -189,7 +207,10 @@ func (s *Service) killGroups(recs []record, procs []procInfo) (map[string][]int,
 	groups := map[string][]int{}
 	var all []int
 	for _, rec := range recs {
-		gs := leftoverGroups(rec, procs, s.boot, syscall.Getpgrp())
+		if !s.self.onThisMachine(rec) {
+			continue // its pids name processes of another machine
+		}
+		gs := leftoverGroups(rec, procs, s.self.boot, syscall.Getpgrp())
 		for _, g := range gs {
 			err := syscall.Kill(-g, syscall.SIGKILL)
 			s.log.Warn("runs: killing the processes an interrupted run left", "run_id", rec.ID,

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 	"unicode"
@@ -119,21 +118,43 @@ func (s *Service) Create(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		httpx.WriteError(w, r, errcat.Internal(errors.New("runs: service closed")))
-		return
-	}
-	s.creates.Add(1)
-	s.mu.Unlock()
-	defer s.creates.Done()
-	if rec, err = s.insert(r.Context(), rec); err != nil {
+	if rec, err = s.createRun(r.Context(), rec); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	s.enqueue(rec)
 	httpx.WriteJSON(w, http.StatusCreated, wire(rec))
+}
+
+// createRun stores the new run rec as queued and returns it as stored. When this
+// Service has a free slot and no older run waits, it claims the run in the
+// same transaction and starts it; otherwise the run waits in the queue for
+// a slot of any replica. After Close began it fails (internal_error).
+func (s *Service) createRun(ctx context.Context, rec record) (record, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return record{}, errcat.Internal(errors.New("runs: service closed"))
+	}
+	s.creates.Add(1) // Close waits for the run to be launched
+	s.mu.Unlock()
+	defer s.creates.Done()
+	slot := s.reserve(1)
+	rec, claimed, err := s.insert(ctx, rec, slot == 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && claimed {
+		s.launchLocked(rec)
+		return rec, nil
+	}
+	s.releaseLocked(slot)
+	if err != nil {
+		return record{}, errcat.FromStore(err)
+	}
+	// An older run waits, or the slots were taken (perhaps by a claim of the
+	// loop under way, which may have looked at the queue before this run
+	// joined it): the loop claims what waits once a slot is free.
+	s.wake()
+	return rec, nil
 }
 
 // decodeCreate reads and checks the body of POST /a1/runs and returns the
@@ -252,128 +273,4 @@ func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
 		out, truncated = a.out.snapshot()
 	}
 	httpx.WriteJSON(w, http.StatusOK, withOutput(v.rec, out, truncated))
-}
-
-// Cancel handles POST /a1/runs/:id/cancel (scope runs:write, GW-User-Id
-// required): 200 with the run. A queued run is cancelled at once; a running
-// run's process group gets SIGTERM, then SIGKILL after the grace, and the
-// answer comes once it ended (cancelled). An active run an earlier gateway
-// process left has what it still runs SIGKILLed first, as on start (500
-// internal_error, the run unchanged, when that outlives the wait). A
-// finished run is answered as it is. 404 coding_agent_run_not_found as for
-// Get.
-func (s *Service) Cancel(w http.ResponseWriter, r *http.Request) {
-	c, err := callerOf(r, true)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	id := httpx.Param(r, "id")
-	v, ok, err := s.load(r.Context(), c.tenant.ID, id)
-	switch {
-	case err != nil:
-		httpx.WriteError(w, r, err)
-		return
-	case !ok || !c.sees(v.rec):
-		httpx.WriteError(w, r, errNotFound())
-		return
-	case !v.rec.isActive():
-		httpx.WriteJSON(w, http.StatusOK, wire(v.rec))
-		return
-	}
-	if err := s.killIfStale(v.rec); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	rec, wait, err := s.cancel(r, v.rec)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	if wait != nil {
-		select {
-		case <-wait.done:
-			if wait.finalErr != nil {
-				httpx.WriteError(w, r, errcat.Storage(wait.finalErr))
-				return
-			}
-		case <-r.Context().Done():
-		}
-		// The client may be gone; the answer is read anyway, to be logged.
-		v, ok, err = s.load(context.WithoutCancel(r.Context()), c.tenant.ID, id)
-		if err == nil && !ok {
-			err = errcat.Internal(errors.New("runs: cancelled run vanished from the store"))
-		}
-		if err != nil {
-			httpx.WriteError(w, r, err)
-			return
-		}
-		rec = v.rec
-	}
-	httpx.WriteJSON(w, http.StatusOK, wire(rec))
-}
-
-// killIfStale kills what the active run rec left running when it is not a
-// run of this process (an earlier one left it, and its processes outlived
-// New's wait, or its final write failed), as New does: its work item must
-// not be freed while they run. It fails when they still run after the wait.
-func (s *Service) killIfStale(rec record) error {
-	s.mu.Lock()
-	a := s.active[rec.ID]
-	s.mu.Unlock()
-	if a != nil && a.rec.Tenant == rec.Tenant {
-		return nil
-	}
-	if s.killLeftovers([]record{rec})[rec.ID] == leftAlive {
-		return errcat.Internal(fmt.Errorf("runs.Cancel: processes of run %s still run after SIGKILL", rec.ID))
-	}
-	return nil
-}
-
-// cancel stops the active run rec. A queued run (or one this process does not
-// run: left active by a failed final write) is cancelled in the store at
-// once and returned; for a dispatched run it returns the run to wait for.
-func (s *Service) cancel(r *http.Request, rec record) (record, *active, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.active[rec.ID]
-	if a != nil && a.rec.Tenant == rec.Tenant && !s.queuedLocked(a) {
-		s.cancelRunningLocked(a)
-		return rec, a, nil
-	}
-	// Holding s.mu keeps the dispatcher from starting the run meanwhile.
-	reason := ReasonCancelledQueued
-	if rec.Status == StatusRunning {
-		reason = ReasonCancelled
-	}
-	out, err := s.cancelStored(r.Context(), rec.Tenant, rec.ID, reason)
-	if err != nil {
-		return record{}, nil, err
-	}
-	if a != nil && a.rec.Tenant == rec.Tenant {
-		s.unqueueLocked(a)
-		delete(s.active, a.rec.ID)
-		close(a.done)
-	}
-	return out, nil, nil
-}
-
-// queuedLocked reports whether a waits in the queue. s.mu is held.
-func (s *Service) queuedLocked(a *active) bool {
-	for _, q := range s.queue {
-		if q == a {
-			return true
-		}
-	}
-	return false
-}
-
-// unqueueLocked removes a from the queue. s.mu is held.
-func (s *Service) unqueueLocked(a *active) {
-	for i, q := range s.queue {
-		if q == a {
-			s.queue = append(s.queue[:i], s.queue[i+1:]...)
-			return
-		}
-	}
 }

@@ -40,8 +40,19 @@ const (
 const (
 	// DefaultKillGrace is the wait between SIGTERM and SIGKILL on cancel.
 	DefaultKillGrace = 5 * time.Second
-	// DefaultMaxRunning is how many runs execute at once; later ones queue.
+	// DefaultMaxRunning is how many runs one Service (replica) executes at
+	// once; later ones queue.
 	DefaultMaxRunning = 4
+	// DefaultHeartbeatInterval is how often a Service renews the leases of
+	// its runs and stores their output tails.
+	DefaultHeartbeatInterval = 5 * time.Second
+	// DefaultLeaseDuration is how long a run's lease lasts unless renewed:
+	// another replica fails the run once it has expired.
+	DefaultLeaseDuration = 30 * time.Second
+	// DefaultPollInterval is how often a Service looks at the store for
+	// queued runs to claim, cancel requests for its runs, and runs of
+	// replicas that are gone.
+	DefaultPollInterval = time.Second
 	// OutputTailBytes is how much of a run's combined stdout and stderr is
 	// kept: the last 64 KiB.
 	OutputTailBytes = 64 << 10
@@ -57,14 +68,22 @@ const (
 const (
 	ReasonRestartedRunning = "gateway restarted while the run was running"
 	ReasonRestartedQueued  = "gateway restarted before the run started"
-	ReasonShutdown         = "gateway shut down"
-	ReasonShutdownQueued   = "gateway shut down before the run started"
-	ReasonCancelled        = "cancelled by request"
-	ReasonCancelledQueued  = "cancelled by request before the run started"
-	ReasonStartFailed      = "the command could not be started"
-	ReasonWorkDirFailed    = "the working directory could not be created"
-	ReasonStorageAtStart   = "the run could not be started: storage error"
-	reasonNoLongerQueued   = "the run is no longer queued"
+	// ReasonLostRunning and ReasonLostQueued: another replica found the
+	// replica that had claimed the run gone (its lease expired, or its
+	// process on the same machine ended).
+	ReasonLostRunning = "gateway replica lost while the run was running"
+	ReasonLostQueued  = "gateway replica lost before the run started"
+	ReasonShutdown    = "gateway shut down"
+	// ReasonShutdownQueued is no longer given: Close puts a run it claimed
+	// but did not start back in the queue. Runs stored by earlier versions
+	// may carry it.
+	ReasonShutdownQueued  = "gateway shut down before the run started"
+	ReasonCancelled       = "cancelled by request"
+	ReasonCancelledQueued = "cancelled by request before the run started"
+	ReasonStartFailed     = "the command could not be started"
+	ReasonWorkDirFailed   = "the working directory could not be created"
+	ReasonStorageAtStart  = "the run could not be started: storage error"
+	reasonNoLongerQueued  = "the run is no longer queued"
 )
 
 // Supervision timings.
@@ -97,10 +116,27 @@ type Config struct {
 	// KillGrace is the wait between SIGTERM and SIGKILL when a running run is
 	// cancelled. Zero or negative means DefaultKillGrace (5 s).
 	KillGrace time.Duration
-	// MaxRunning is how many runs execute at once, over all tenants; the
-	// others wait in creation order. Zero or negative means DefaultMaxRunning
-	// (4).
+	// MaxRunning is how many runs this Service executes at once, over all
+	// tenants; the others wait in creation order. With several replicas on
+	// one store it is per replica: N replicas execute up to N*MaxRunning.
+	// Zero or negative means DefaultMaxRunning (4).
 	MaxRunning int
+	// HeartbeatInterval is how often the Service renews the leases of the
+	// runs it executes and stores their output tails when they changed: a
+	// replica that does not own a running run shows an output at most this
+	// old. Zero or negative means DefaultHeartbeatInterval (5 s).
+	HeartbeatInterval time.Duration
+	// LeaseDuration is how long a run's lease lasts from its last renewal.
+	// When the replica executing a run dies, another fails it within
+	// LeaseDuration plus PollInterval. It must be at least twice
+	// HeartbeatInterval, so that one late heartbeat loses nothing. Zero or
+	// negative means DefaultLeaseDuration (30 s).
+	LeaseDuration time.Duration
+	// PollInterval is how often the Service reads the store for queued runs
+	// to claim when it has a free slot, cancel requests for its runs (made
+	// on another replica), and runs whose replica is gone. Zero or negative
+	// means DefaultPollInterval (1 s).
+	PollInterval time.Duration
 }
 
 // Service runs coding-agent commands and serves /a1/runs and /a1/runtimes.
@@ -112,65 +148,44 @@ type Service struct {
 	argv       []string // the command; nil when the coding-agent runtime is disabled
 	grace      time.Duration
 	maxRunning int
-	boot       string // the kernel's boot id: start times of processes count from it
+	self       replica // this Service among the replicas sharing st
+
+	heartbeatEvery, leaseFor, pollEvery time.Duration
 
 	mu       sync.Mutex
 	closed   bool
-	active   map[string]*active // queued and running runs, by id
-	queue    []*active          // queued runs, oldest first
-	nrunning int                // runs handed to a supervisor
+	active   map[string]*active // the runs this Service claimed (not yet started, or running), by id
+	nrunning int                // slots taken: runs handed to a supervisor, and claims under way
 	starter  *starter           // starts their commands; nil while nrunning is 0
 
-	creates     sync.WaitGroup // Create calls between their closed check and their enqueue
+	kick     chan struct{}      // wakes the loop to claim queued runs (capacity 1)
+	life     context.Context    // ends at Close: the loop, and cancels waiting on another replica
+	stopLoop context.CancelFunc // ends life
+	loopDone chan struct{}      // closed when the loop returned
+
+	creates     sync.WaitGroup // Create calls between their closed check and their launch
 	supervisors sync.WaitGroup // one per dispatched run
 }
 
-// stopReason says why a run must stop before its command ends by itself.
-type stopReason uint8
-
-const (
-	stopNone     stopReason = iota
-	stopCancel              // POST /a1/runs/{id}/cancel
-	stopShutdown            // Close
-)
-
-// active is a queued or running run of this process. Fields marked mu are
-// guarded by Service.mu.
-type active struct {
-	rec  record // as created
-	out  *tail
-	done chan struct{} // closed once the final state is written (or failed to be)
-
-	stop      stopReason  // mu
-	pid       int         // mu; 0 until the command started
-	exited    bool        // mu; the command has been reaped
-	killTimer *time.Timer // mu; SIGKILL after the grace of a cancel
-	finalErr  error       // written before done is closed
-}
-
-// New returns a Service over c. Runs the store holds as queued or running
-// were interrupted by the end of an earlier process: New first kills what
-// they left running (their process groups, found by pid and start time, see
-// recover.go) and waits until it has ended, for at most 5 s, then marks them
-// failed in one transaction (ReasonRestartedRunning, or
+// New returns a Service over c. Runs the store holds as active may have
+// been left by an earlier gateway process on this machine: New first kills
+// what those of them whose process has ended (or that were stored without an
+// owner, by an earlier version) left running (their process groups, found by
+// pid and start time, see recover.go), waits until it has ended, for at most
+// 5 s, then marks them failed in one transaction (ReasonRestartedRunning, or
 // ReasonRestartedQueued for a run that never started), and returns the
 // store's error if that fails. A run whose processes outlive the wait stays
-// active, its work item busy (agent_busy), and is logged.
+// active, its work item busy (agent_busy), and is logged. The runs of live
+// replicas (on this machine or another) are left alone. New then claims
+// queued runs for its free slots and starts the loop that keeps the runs
+// going across replicas (fleet.go).
 func New(c Config) (*Service, error) {
 	if c.Store == nil {
 		return nil, errors.New("runs.New: Config.Store is nil")
 	}
-	if c.Clock == nil {
-		c.Clock = clock.Wall{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.KillGrace <= 0 {
-		c.KillGrace = DefaultKillGrace
-	}
-	if c.MaxRunning <= 0 {
-		c.MaxRunning = DefaultMaxRunning
+	c = withDefaults(c)
+	if c.LeaseDuration < 2*c.HeartbeatInterval {
+		return nil, fmt.Errorf("runs.New: LeaseDuration %v is less than twice HeartbeatInterval %v", c.LeaseDuration, c.HeartbeatInterval)
 	}
 	argv, err := parseCommand(c.Command)
 	if err != nil {
@@ -178,8 +193,9 @@ func New(c Config) (*Service, error) {
 	}
 	s := &Service{
 		st: c.Store, clk: c.Clock, log: c.Logger, argv: argv,
-		grace: c.KillGrace, maxRunning: c.MaxRunning, boot: bootID(),
-		active: map[string]*active{},
+		grace: c.KillGrace, maxRunning: c.MaxRunning, self: newReplica(),
+		heartbeatEvery: c.HeartbeatInterval, leaseFor: c.LeaseDuration, pollEvery: c.PollInterval,
+		active: map[string]*active{}, kick: make(chan struct{}, 1), loopDone: make(chan struct{}),
 	}
 	if argv != nil {
 		if _, err := exec.LookPath(argv[0]); err != nil {
@@ -189,7 +205,37 @@ func New(c Config) (*Service, error) {
 	if err := s.recoverInterrupted(context.Background()); err != nil {
 		return nil, fmt.Errorf("runs.New: %w", err)
 	}
+	s.life, s.stopLoop = context.WithCancel(context.Background())
+	s.poll(s.life)
+	go s.loop(s.life)
 	return s, nil
+}
+
+// withDefaults fills the zero fields of c.
+func withDefaults(c Config) Config {
+	if c.Clock == nil {
+		c.Clock = clock.Wall{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range []struct {
+		field *time.Duration
+		def   time.Duration
+	}{
+		{&c.KillGrace, DefaultKillGrace},
+		{&c.HeartbeatInterval, DefaultHeartbeatInterval},
+		{&c.LeaseDuration, DefaultLeaseDuration},
+		{&c.PollInterval, DefaultPollInterval},
+	} {
+		if *d.field <= 0 {
+			*d.field = d.def
+		}
+	}
+	if c.MaxRunning <= 0 {
+		c.MaxRunning = DefaultMaxRunning
+	}
+	return c
 }
 
 // parseCommand splits command on spaces; a relative program path with a slash
@@ -212,30 +258,29 @@ func parseCommand(command string) ([]string, error) {
 // enabled reports whether the coding-agent runtime has a command.
 func (s *Service) enabled() bool { return s.argv != nil }
 
-// Close stops the service: later Create calls fail, queued runs are marked
-// failed (ReasonShutdownQueued), the process groups of running runs are
-// killed (SIGKILL) and those runs marked failed (ReasonShutdown plus how the
-// command ended), and Close returns once every supervisor has ended. It
-// returns the store's error if the queued runs could not be marked; a
-// supervisor's failed write is logged. Close the Service before its Store.
+// Close stops the service: later Create calls fail, the loop ends, a run
+// this Service claimed but has not started goes back to the queue (for
+// another replica, or the next start), the process groups of running runs
+// are killed (SIGKILL) and those runs marked failed (ReasonShutdown plus how
+// the command ended), and Close returns once every supervisor has ended.
+// Queued runs no replica has claimed stay queued. A supervisor's failed
+// write is logged; Close returns nil. Close the Service before its Store.
 // Later calls return nil.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		<-s.loopDone
 		s.supervisors.Wait()
 		return nil
 	}
 	s.closed = true
 	s.mu.Unlock()
-	s.creates.Wait() // every created run is now in active
+	s.creates.Wait() // every run a Create claimed is now in active
+	s.stopLoop()
+	<-s.loopDone // and every run the loop claimed
 
 	s.mu.Lock()
-	queued := s.queue
-	s.queue = nil
-	for _, a := range queued {
-		delete(s.active, a.rec.ID)
-	}
 	for _, a := range s.active {
 		if a.stop == stopNone {
 			a.stop = stopShutdown
@@ -243,115 +288,6 @@ func (s *Service) Close() error {
 		s.killLocked(a, syscall.SIGKILL)
 	}
 	s.mu.Unlock()
-
-	err := s.failQueued(queued)
-	for _, a := range queued {
-		a.finalErr = err
-		close(a.done)
-	}
 	s.supervisors.Wait()
-	return err
-}
-
-// enqueue adds the freshly stored run rec to the queue and starts what the
-// limit allows. After Close began nothing starts: Close marks the queue
-// failed once the Create calls in flight have enqueued their runs.
-func (s *Service) enqueue(rec record) *active {
-	a := &active{rec: rec, out: newTail(OutputTailBytes), done: make(chan struct{})}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.active[rec.ID] = a
-	s.queue = append(s.queue, a)
-	s.dispatchLocked()
-	return a
-}
-
-// dispatchLocked hands queued runs to supervisors, oldest first, while fewer
-// than maxRunning run. s.mu is held.
-func (s *Service) dispatchLocked() {
-	for !s.closed && s.nrunning < s.maxRunning && len(s.queue) > 0 {
-		a := s.queue[0]
-		s.queue[0] = nil
-		s.queue = s.queue[1:]
-		if s.starter == nil {
-			s.starter = newStarter()
-		}
-		s.nrunning++
-		s.supervisors.Add(1)
-		go s.supervise(a)
-	}
-}
-
-// supervise executes a dispatched run, writes its final state and starts the
-// next queued run.
-func (s *Service) supervise(a *active) {
-	defer s.supervisors.Done()
-	o := s.execute(a)
-	err := s.finish(a, o)
-	if err != nil {
-		s.log.Error("runs: final state not stored; the run stays active in the store until the next start",
-			"run_id", a.rec.ID, "tenant", a.rec.Tenant, "status", o.status, "err", err)
-	} else {
-		s.log.Info("run finished", "run_id", a.rec.ID, "tenant", a.rec.Tenant, "user_id", a.rec.User,
-			"repo", a.rec.Repo, "status", o.status, "reason", o.reason)
-	}
-	s.mu.Lock()
-	a.finalErr = err
-	delete(s.active, a.rec.ID)
-	s.nrunning--
-	s.dispatchLocked()
-	if s.nrunning == 0 {
-		// Every command it started has been reaped: an idle Service keeps
-		// no goroutine and no thread.
-		s.starter.stop()
-		s.starter = nil
-	}
-	s.mu.Unlock()
-	close(a.done)
-}
-
-// killLocked sends sig to the process group of a's command, if it runs.
-// s.mu is held.
-func (s *Service) killLocked(a *active, sig syscall.Signal) {
-	if a.pid != 0 && !a.exited {
-		_ = syscall.Kill(-a.pid, sig)
-	}
-}
-
-// cancelRunningLocked asks the command of a dispatched run to stop: SIGTERM
-// to its process group at once (or, before it started, no start at all), and
-// SIGKILL after the grace. A second cancel changes nothing. s.mu is held.
-func (s *Service) cancelRunningLocked(a *active) {
-	if a.stop != stopNone {
-		return
-	}
-	a.stop = stopCancel
-	if a.pid == 0 || a.exited {
-		return
-	}
-	s.killLocked(a, syscall.SIGTERM)
-	a.killTimer = time.AfterFunc(s.grace, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.killLocked(a, syscall.SIGKILL)
-	})
-}
-
-// retry runs write up to storeRetries times, doubling the pause between
-// attempts, until it succeeds, the store is closed or the run is no longer
-// queued. Supervisors use it for
-// the writes no client waits on.
-func retry(write func() error) error {
-	var err error
-	pause := storeRetryFirstInterval
-	for i := 0; i < storeRetries; i++ {
-		if err = write(); err == nil || errors.Is(err, store.ErrClosed) || errors.Is(err, errNotQueued) {
-			return err
-		}
-		if i+1 < storeRetries {
-			time.Sleep(pause)
-			pause *= 2
-		}
-	}
-	return err
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,8 +16,9 @@ import (
 var (
 	// bucketRuns: str(tenant) str(id) -> record (JSON).
 	bucketRuns = []byte("runs/runs")
-	// bucketOutput: str(tenant) str(id) -> the output tail of a finished run
-	// (raw bytes), written with its final state.
+	// bucketOutput: str(tenant) str(id) -> the output tail of a run (raw
+	// bytes): written by its owner's heartbeat while it runs, when the tail
+	// changed, and with its final state.
 	bucketOutput = []byte("runs/output")
 	// bucketByUser: str(tenant) str(user) u64(seq) -> id; a user's runs,
 	// oldest first.
@@ -30,6 +30,16 @@ var (
 	// or running run of that work item (agent_busy), deleted in the
 	// transaction that ends the run. Its keys are also the runs New recovers.
 	bucketActive = []byte("runs/active")
+	// bucketQueue: u64(seq) -> str(tenant) str(id): the queued runs no
+	// replica has claimed, oldest first; deleted when the run is claimed or
+	// ends.
+	bucketQueue = []byte("runs/queue")
+	// bucketClaimed: str(tenant) str(id) -> "": the active runs a replica
+	// has claimed (the record names it, with its lease), deleted in the
+	// transaction that ends the run. Replicas look here for cancel requests
+	// and for runs whose replica is gone; it holds at most MaxRunning runs
+	// per replica, however long the queue.
+	bucketClaimed = []byte("runs/claimed")
 	// bucketSeq: "next" -> u64, the sequence number of the next run (store
 	// wide; orders the listings, including runs created in the same instant).
 	bucketSeq = []byte("runs/seq")
@@ -55,6 +65,13 @@ type record struct {
 	OutputTruncated bool `json:"output_truncated,omitempty"`
 	// Proc is the command of a run that has started running; nil before.
 	Proc *proc `json:"proc,omitempty"`
+	// Owner is the replica that claimed the run, with its lease; nil while
+	// the run waits in the queue, and on runs stored by a gateway from before
+	// replicas had leases.
+	Owner *owner `json:"owner,omitempty"`
+	// CancelRequested says a replica other than the owner received a cancel:
+	// the owner stops the run when it sees it.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
 }
 
 // proc identifies the command of a run, so that a later start of the gateway
@@ -91,6 +108,22 @@ func byUserPrefix(tenant, user string) []byte {
 
 func byTenantPrefix(tenant string) []byte { return store.AppendString(nil, tenant) }
 
+func queueKey(seq uint64) []byte { return store.AppendUint64(nil, seq) }
+
+// readRunKey reads str(tenant) str(id), the key of bucketRuns and
+// bucketClaimed and the value of bucketQueue.
+func readRunKey(b []byte) (runRef, error) {
+	tenant, rest, err := store.ReadString(b)
+	if err != nil {
+		return runRef{}, fmt.Errorf("runs: run key %x: %w", b, err)
+	}
+	id, _, err := store.ReadString(rest)
+	if err != nil {
+		return runRef{}, fmt.Errorf("runs: run key %x: %w", b, err)
+	}
+	return runRef{tenant, id}, nil
+}
+
 // errBusy is agent_busy: the work item has an active run.
 func errBusy() *errcat.Error {
 	return errcat.New(errcat.AgentBusy, "",
@@ -119,27 +152,40 @@ func putRecord(tx store.Tx, rec record) error {
 
 // insert stores the new queued run rec (its Seq is assigned here) with its
 // index entries, or answers agent_busy when its work item has an active run.
-func (s *Service) insert(ctx context.Context, rec record) (record, error) {
+// With claim, this Service claims the run in the same transaction when no
+// older run waits in the queue (creation order is the start order), and
+// insert reports that it did; otherwise the run joins the queue.
+func (s *Service) insert(ctx context.Context, rec record, claim bool) (record, bool, error) {
+	now := s.clk.Now().UTC()
+	var claimed bool
 	err := s.st.Update(ctx, func(tx store.Tx) error {
+		claimed, rec.Owner = false, nil // the store may run the callback again
 		ak := activeKey(rec.Tenant, rec.Repo, rec.WorkItem)
 		if tx.Get(bucketActive, ak) != nil {
 			return errBusy()
 		}
-		var seq uint64
-		if raw := tx.Get(bucketSeq, keySeq); raw != nil {
-			n, _, err := store.ReadUint64(raw)
-			if err != nil {
-				return fmt.Errorf("runs: sequence: %w", err)
-			}
-			seq = n
+		seq, err := nextSeq(tx)
+		if err != nil {
+			return err
 		}
 		rec.Seq = seq
-		id := []byte(rec.ID)
-		for _, put := range []struct{ bucket, key, value []byte }{
+		if claim {
+			if claimed, err = queueEmpty(tx); err != nil {
+				return err
+			}
+		}
+		key, id := runKey(rec.Tenant, rec.ID), []byte(rec.ID)
+		wait := kv{bucketQueue, queueKey(seq), key}
+		if claimed {
+			rec.Owner = s.self.owner(now.Add(s.leaseFor))
+			wait = kv{bucketClaimed, key, []byte{}}
+		}
+		for _, put := range []kv{
 			{bucketSeq, keySeq, store.AppendUint64(nil, seq+1)},
 			{bucketActive, ak, id},
 			{bucketByUser, store.AppendUint64(byUserPrefix(rec.Tenant, rec.User), seq), id},
 			{bucketByTenant, store.AppendUint64(byTenantPrefix(rec.Tenant), seq), id},
+			wait,
 		} {
 			if err := tx.Put(put.bucket, put.key, put.value); err != nil {
 				return err
@@ -147,116 +193,33 @@ func (s *Service) insert(ctx context.Context, rec record) (record, error) {
 		}
 		return putRecord(tx, rec)
 	})
-	return rec, errcat.FromStore(err)
+	return rec, claimed, err
 }
 
-// end moves the active run rec (as just read in tx) to its final state and
-// frees its work item. output, when non-empty, is stored as its tail.
-func end(tx store.Tx, rec record, status, reason string, exitCode *int, at time.Time, output []byte, truncated bool) error {
-	rec.Status, rec.Reason, rec.ExitCode, rec.FinishedAt = status, reason, exitCode, &at
-	rec.OutputTruncated = truncated
-	if err := putRecord(tx, rec); err != nil {
-		return err
+// kv is a key and value of a bucket.
+type kv struct{ bucket, key, value []byte }
+
+// nextSeq reads the sequence number of the next run.
+func nextSeq(tx store.Tx) (uint64, error) {
+	raw := tx.Get(bucketSeq, keySeq)
+	if raw == nil {
+		return 0, nil
 	}
-	if len(output) > 0 {
-		if err := tx.Put(bucketOutput, runKey(rec.Tenant, rec.ID), output); err != nil {
-			return err
-		}
+	n, _, err := store.ReadUint64(raw)
+	if err != nil {
+		return 0, fmt.Errorf("runs: sequence: %w", err)
 	}
-	ak := activeKey(rec.Tenant, rec.Repo, rec.WorkItem)
-	if raw := tx.Get(bucketActive, ak); raw != nil && string(raw) == rec.ID {
-		return tx.Delete(bucketActive, ak)
-	}
-	return nil
+	return n, nil
 }
 
-// errNotQueued stops markRunning for a run whose stored state moved on.
-var errNotQueued = errors.New("runs: " + reasonNoLongerQueued)
-
-// markRunning moves the queued run of a to running (started_at now) with p,
-// the identity of its started command.
-func (s *Service) markRunning(a *active, p *proc) error {
-	now := s.clk.Now().UTC()
-	return retry(func() error {
-		return s.st.Update(context.Background(), func(tx store.Tx) error {
-			rec, ok, err := getRecord(tx, a.rec.Tenant, a.rec.ID)
-			if err != nil {
-				return err
-			}
-			if !ok || rec.Status != StatusQueued {
-				return errNotQueued
-			}
-			rec.Status, rec.StartedAt, rec.Proc = StatusRunning, &now, p
-			return putRecord(tx, rec)
-		})
+// queueEmpty reports whether no run waits in the queue.
+func queueEmpty(tx store.Tx) (bool, error) {
+	empty := true
+	err := tx.Scan(bucketQueue, nil, false, func(_, _ []byte) (bool, error) {
+		empty = false
+		return false, nil
 	})
-}
-
-// finish writes the final state o of the dispatched run a, unless its stored
-// state is no longer active (a later process marked it on start: that state
-// stays).
-func (s *Service) finish(a *active, o outcome) error {
-	now := s.clk.Now().UTC()
-	return retry(func() error {
-		return s.st.Update(context.Background(), func(tx store.Tx) error {
-			rec, ok, err := getRecord(tx, a.rec.Tenant, a.rec.ID)
-			if err != nil || !ok || !rec.isActive() {
-				return err
-			}
-			return end(tx, rec, o.status, o.reason, o.exitCode, now, o.output, o.truncated)
-		})
-	})
-}
-
-// cancelStored moves the stored run id of tenant, which must be active and
-// not running in this process (queued, or left active by a failed final
-// write), to cancelled. It returns the run as it then is.
-func (s *Service) cancelStored(ctx context.Context, tenant, id, reason string) (record, error) {
-	now := s.clk.Now().UTC()
-	var out record
-	err := s.st.Update(ctx, func(tx store.Tx) error {
-		out = record{} // the store may run the callback again
-		rec, ok, err := getRecord(tx, tenant, id)
-		if err != nil || !ok {
-			return err
-		}
-		out = rec
-		if !rec.isActive() {
-			return nil
-		}
-		if err := end(tx, rec, StatusCancelled, reason, nil, now, nil, false); err != nil {
-			return err
-		}
-		out.Status, out.Reason, out.FinishedAt = StatusCancelled, reason, &now
-		return nil
-	})
-	return out, errcat.FromStore(err)
-}
-
-// failQueued marks the queued runs of qs failed (ReasonShutdownQueued) in one
-// transaction.
-func (s *Service) failQueued(qs []*active) error {
-	if len(qs) == 0 {
-		return nil
-	}
-	now := s.clk.Now().UTC()
-	return retry(func() error {
-		return s.st.Update(context.Background(), func(tx store.Tx) error {
-			for _, a := range qs {
-				rec, ok, err := getRecord(tx, a.rec.Tenant, a.rec.ID)
-				if err != nil {
-					return err
-				}
-				if !ok || !rec.isActive() {
-					continue
-				}
-				if err := end(tx, rec, StatusFailed, ReasonShutdownQueued, nil, now, nil, false); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
+	return empty, err
 }
 
 // deleteActiveOf removes the active entries of tenant that name id.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/chatgw/gateway/internal/pgtest"
 )
@@ -121,7 +122,13 @@ func (b *bench) startCluster(ctx context.Context, params string) (string, error)
 // describePostgres connects to b.storeURL and fills in the report's
 // description of the store.
 func (b *bench) describePostgres(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, b.storeURL) // its errors mask the password
+	// The URL may carry pool settings (pool_max_conns) that only pgxpool
+	// knows; a single connection would send them to the server as settings.
+	pc, err := pgxpool.ParseConfig(b.storeURL) // its errors mask the password
+	if err != nil {
+		return fmt.Errorf("-store-url: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, pc.ConnConfig)
 	if err != nil {
 		return fmt.Errorf("-store-url: %w", err)
 	}

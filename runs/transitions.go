@@ -189,33 +189,36 @@ func requeue(tx store.Tx, rec record, now time.Time) error {
 // returned as it is. It returns the run as it then is.
 func (s *Service) cancelStored(ctx context.Context, tenant, id, reason string, still func(record) bool) (record, error) {
 	now := s.clk.Now().UTC()
-	var out record
-	err := s.st.Update(ctx, func(tx store.Tx) error {
-		out = record{} // the store may run the callback again
-		rec, ok, err := getRecord(tx, tenant, id)
-		if err != nil || !ok {
-			return err
-		}
-		out = rec
-		if !rec.isActive() {
-			return nil
-		}
-		if !still(rec) {
+	return s.updateActive(ctx, tenant, id, func(tx store.Tx, rec *record) error {
+		if !still(*rec) {
 			return errChanged
 		}
-		if err := end(tx, rec, StatusCancelled, reason, nil, now, nil, false); err != nil {
+		if err := end(tx, *rec, StatusCancelled, reason, nil, now, nil, false); err != nil {
 			return err
 		}
-		out.Status, out.Reason, out.FinishedAt = StatusCancelled, reason, &now
+		rec.Status, rec.Reason, rec.FinishedAt = StatusCancelled, reason, &now
 		return nil
 	})
-	return out, err
 }
 
 // requestCancel records a cancel request on the active run id of tenant,
 // provided the replica holder still owns it (else errChanged), for that
 // replica to act on. A run that is final by then is returned as it is.
 func (s *Service) requestCancel(ctx context.Context, tenant, id, holder string) (record, error) {
+	return s.updateActive(ctx, tenant, id, func(tx store.Tx, rec *record) error {
+		if rec.Owner == nil || rec.Owner.Holder != holder {
+			return errChanged
+		}
+		rec.CancelRequested = true
+		return putRecord(tx, *rec)
+	})
+}
+
+// updateActive reads the stored run id of tenant in one Update and, when it
+// is still active, lets fn change it (fn updates rec to what it stored). It
+// returns the run as it then is: the zero record when there is none, the
+// stored one when it is final already.
+func (s *Service) updateActive(ctx context.Context, tenant, id string, fn func(tx store.Tx, rec *record) error) (record, error) {
 	var out record
 	err := s.st.Update(ctx, func(tx store.Tx) error {
 		out = record{} // the store may run the callback again
@@ -227,12 +230,7 @@ func (s *Service) requestCancel(ctx context.Context, tenant, id, holder string) 
 		if !rec.isActive() {
 			return nil
 		}
-		if rec.Owner == nil || rec.Owner.Holder != holder {
-			return errChanged
-		}
-		rec.CancelRequested = true
-		out = rec
-		return putRecord(tx, rec)
+		return fn(tx, &out)
 	})
 	return out, err
 }

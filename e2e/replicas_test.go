@@ -81,6 +81,19 @@ func TestReplicasShareState(t *testing.T) {
 		}
 	})
 
+	t.Run("a daily quota holds across replicas", func(t *testing.T) {
+		// tenant quota: lm-4-scout-local requests_per_day 2, over both replicas.
+		var got []int
+		for i := range 4 {
+			got = append(got, gs[i%2].post(t, "/v1/chat/completions", tokQuota, "", chatBody("lm-4-scout-local", "hi")).Status)
+		}
+		if fmt.Sprint(got) != "[200 200 429 429]" {
+			t.Errorf("statuses %v over two replicas, want [200 200 429 429]: requests_per_day 2 for the fleet (DECISIONS 9.2)", got)
+		}
+		r := c1(t, b, tokQuota, "u", map[string]any{"message": "hi", "stream": false, "model": "lm-4-scout-local"})
+		wantErr(t, r, 429, "rate_limit_error", "model_quota_exhausted", noParam, "DECISIONS 9.2: quotas shared by /v1 and /c1 across replicas")
+	})
+
 	t.Run("concurrent turns on both replicas lose nothing", func(t *testing.T) {
 		r := c1(t, a, tokMember, "carol", map[string]any{"message": "start", "stream": false, "model": "lm-4-scout-local"})
 		if !wantStatus(t, r, 200, "first turn") {

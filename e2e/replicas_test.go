@@ -94,6 +94,24 @@ func TestReplicasShareState(t *testing.T) {
 		wantErr(t, r, 429, "rate_limit_error", "model_quota_exhausted", noParam, "DECISIONS 9.2: quotas shared by /v1 and /c1 across replicas")
 	})
 
+	t.Run("a memory confirm token of one replica is redeemed once on the other", func(t *testing.T) {
+		args := map[string]any{"key": "fleet", "value": "blue", "visibility": "public"}
+		remember := func(g *gw) *resp {
+			return g.post(t, "/v1/tools/execute", tokMember, "alice", map[string]any{"name": "memory_remember", "arguments": args})
+		}
+		r := remember(a)
+		tok, _ := r.JSON()["confirm_token"].(string)
+		if r.Status != 200 || tok == "" {
+			t.Fatalf("public memory_remember on replica a: %s, want a confirm token", r)
+		}
+		args["confirm_token"] = tok
+		if r := remember(b); r.Status != 200 || r.JSON()["confirm_required"] == true {
+			t.Errorf("the token of replica a redeemed on replica b: %s, want the write done (DECISIONS 9.2: confirm tokens shared)", r)
+		}
+		wantErr(t, remember(a), 400, "invalid_request_error", "memory_confirm_required", "confirm_token",
+			"DECISIONS 8.7: a token confirms one write, on any replica")
+	})
+
 	t.Run("concurrent turns on both replicas lose nothing", func(t *testing.T) {
 		r := c1(t, a, tokMember, "carol", map[string]any{"message": "start", "stream": false, "model": "lm-4-scout-local"})
 		if !wantStatus(t, r, 200, "first turn") {

@@ -162,7 +162,7 @@ const fuzzBoundary = "fuzzboundary"
 
 // slowAnswer is the longest a request may take: the fake backend answers at
 // once, so a slower answer is a hang.
-const slowAnswer = 2 * time.Second
+const slowAnswer = 10 * time.Second
 
 // fuzzRoutes are indexed by the fuzz input's route byte (modulo their count).
 var fuzzRoutes = []fuzzRoute{

@@ -84,9 +84,19 @@
 // its COMMIT was sent (nothing of it can have been committed), and one that
 // could not get a connection (the database restarting). pgx has no retry
 // helper for PostgreSQL, so this package's loop does it: at most
-// WithMaxAttempts attempts (10 by default), waiting 10ms, doubling up to 1s,
-// less up to half at random, in between (1.6s to 3.3s in all), and never past
-// ctx. View and Update callbacks, not only Batch's, may therefore run more than
+// WithMaxAttempts attempts (20 by default), waiting 10ms, doubling up to
+// 500ms, less up to half at random, in between (3.6s to 7.1s in all), and
+// never past ctx.
+//
+// Why 20: PostgreSQL's serializable isolation tracks what a transaction read
+// in pages of the (bucket, key) index, so two transactions that read and
+// write neighbouring keys (two turns of one tenant, which both move their
+// conversation to the end of the tenant's newest-first list) conflict though
+// they touch no common key, and one is aborted. Under heavy concurrent load
+// (hundreds of turns a second on a small database) about one attempt in two
+// fails so; ten attempts then still left about one turn in 2000 failing with
+// storage_error, twenty make that vanishingly rare at the cost of latency
+// for the unlucky ones. View and Update callbacks, not only Batch's, may therefore run more than
 // once; store.Store says what that asks of them.
 //
 // A COMMIT that was sent but not answered (the connection cut at that moment)

@@ -8,7 +8,7 @@ import (
 // Defaults of the options; see the package documentation for the reasoning.
 const (
 	// DefaultMaxAttempts is how many times a transaction is tried at most.
-	DefaultMaxAttempts = 10
+	DefaultMaxAttempts = 20
 	// DefaultConnectTimeout bounds one connection attempt when the URL sets no
 	// connect_timeout.
 	DefaultConnectTimeout = 5 * time.Second
@@ -34,8 +34,10 @@ func defaultOptions() options {
 // that fails for a reason worth retrying (a serialization failure, a deadlock,
 // a connection lost before the commit, a database that cannot be reached)
 // before they return the failure. It must be at least 1 (no retry).
-// Default DefaultMaxAttempts (10: about 3 seconds of waits in all, enough to
-// ride out a restart of the database).
+// Default DefaultMaxAttempts (20: 3.6 to 7.1 seconds of waits in all, enough
+// to ride out a restart of the database, and to let a transaction through
+// that meets a serialization failure time after time under heavy
+// contention: see the package documentation).
 func WithMaxAttempts(n int) Option {
 	return func(o *options) { o.maxAttempts = n }
 }

@@ -217,10 +217,10 @@ func (d *DB) enter() error {
 	return nil
 }
 
-// backoff is the wait before attempt+1: 10ms doubling up to 1s, less up to
-// half of it at random, so that transactions that failed together do not
+// backoff is the wait before attempt+1: 10ms doubling up to 500ms, less up
+// to half of it at random, so that transactions that failed together do not
 // collide again.
 func backoff(attempt int) time.Duration {
-	d := min(10*time.Millisecond<<min(attempt-1, 10), time.Second)
+	d := min(10*time.Millisecond<<min(attempt-1, 10), 500*time.Millisecond)
 	return d/2 + rand.N(d/2+1)
 }

@@ -135,21 +135,6 @@ func (p *rulesParser) next() (json.Token, int, error) {
 	return nil, off, p.errAt(off, "", "invalid JSON: %v", err)
 }
 
-// open reads the token that opens an object or array, or null.
-func (p *rulesParser) open(path string, delim json.Delim, what string) (isNull bool, err error) {
-	tok, off, err := p.next()
-	if err != nil {
-		return false, err
-	}
-	if tok == nil {
-		return true, nil
-	}
-	if tok != delim {
-		return false, p.errAt(off, path, "want %s", what)
-	}
-	return false, nil
-}
-
 // key reads an object member's name.
 func (p *rulesParser) key() (string, int, error) {
 	tok, off, err := p.next()

@@ -4,10 +4,7 @@ package guard
 // automaton compiled to a dense table, one load per text byte, that finds
 // every occurrence of every term and every literal a pattern needs in one pass.
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // outBit marks a transition into a state that ends at least one key.
 const outBit = 1 << 31
@@ -145,11 +142,4 @@ func (sc *scanner) start(t string, id int32, end int) int {
 		i--
 	}
 	return i
-}
-
-// String describes the automaton's size, for tests and benchmarks.
-func (sc *scanner) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d keys, %d states, %d classes", len(sc.keys), len(sc.out), sc.nclass)
-	return b.String()
 }

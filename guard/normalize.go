@@ -49,10 +49,7 @@ func (n normalizer) texts(s string) (pat, term string) {
 // needs no copy. Folding is context-free, rune by rune, so folding the
 // non-ASCII stretches alone folds the text.
 func (n normalizer) foldNonASCII(p string) string {
-	i := 0
-	for i < len(p) && p[i] < utf8.RuneSelf {
-		i++
-	}
+	i := asciiPrefix(p)
 	if i == len(p) {
 		return p
 	}
@@ -62,9 +59,7 @@ func (n normalizer) foldNonASCII(p string) string {
 	for i < len(p) {
 		j := i
 		if p[i] < utf8.RuneSelf {
-			for j < len(p) && p[j] < utf8.RuneSelf {
-				j++
-			}
+			j += asciiPrefix(p[i:])
 			out = append(out, p[i:j]...)
 			i = j
 			continue
@@ -120,22 +115,25 @@ func (n normalizer) term(s string) string {
 }
 
 // isASCII reports whether s holds only ASCII bytes.
-func isASCII(s string) bool {
+func isASCII(s string) bool { return asciiPrefix(s) == len(s) }
+
+// asciiPrefix returns the length of s's longest prefix of ASCII bytes.
+func asciiPrefix(s string) int {
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
 		// The compiler combines these loads into one 64-bit load.
 		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 		if w&0x8080808080808080 != 0 {
-			return false
+			break
 		}
 	}
 	for ; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
-			return false
+			break
 		}
 	}
-	return true
+	return i
 }
 
 // ignorable reports whether r is a default-ignorable code point (Unicode's
@@ -171,11 +169,7 @@ func stripIgnorable(s string) string {
 
 // firstIgnorable returns the offset of the first ignorable rune in s, or -1.
 func firstIgnorable(s string) int {
-	for i := 0; i < len(s); {
-		if s[i] < utf8.RuneSelf {
-			i++
-			continue
-		}
+	for i := asciiPrefix(s); i < len(s); i += asciiPrefix(s[i:]) {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if ignorable(r) {
 			return i

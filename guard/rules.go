@@ -34,10 +34,11 @@ import (
 // lowercased, Native as written, Score 1, Classifier "rules". Categories come
 // in Name order. Images are not classified.
 //
-// A Classify of a 32 KB prompt takes well under 100 µs (BenchmarkRules): the
-// terms, and literals the patterns need, are found in one pass of an
-// Aho-Corasick automaton, and a pattern runs only on the stretches of text
-// that could hold a match of it.
+// Cost: the terms, and the literals the patterns need, are found in one pass
+// of an Aho-Corasick automaton over the text; a pattern runs only on the
+// stretches of text that could hold a match of it; ASCII text is matched in
+// place, other text is normalised first (a copy or two). BenchmarkRules
+// measures a 32 KB prompt.
 type Rules struct {
 	cats  []ruleCategory
 	terms []ruleTerm // scanner keys 0..len(terms)-1

@@ -23,8 +23,8 @@ type fakeEndpoint struct {
 }
 
 type fakeCall struct {
-	Method, Path, Authorization, ContentType string
-	Body                                     map[string]any
+	Method, Path, Query, Authorization, ContentType string
+	Body                                            map[string]any
 }
 
 func newFakeEndpoint(t *testing.T, status int, body string) *fakeEndpoint {
@@ -32,7 +32,7 @@ func newFakeEndpoint(t *testing.T, status int, body string) *fakeEndpoint {
 	f := &fakeEndpoint{status: status, body: body}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, _ := io.ReadAll(r.Body)
-		c := fakeCall{Method: r.Method, Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), ContentType: r.Header.Get("Content-Type")}
+		c := fakeCall{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Authorization: r.Header.Get("Authorization"), ContentType: r.Header.Get("Content-Type")}
 		if err := json.Unmarshal(data, &c.Body); err != nil {
 			t.Errorf("request body is not JSON: %v", err)
 		}

@@ -77,14 +77,13 @@ func newEndpoint(name, base, path, key string, client *http.Client) (endpoint, e
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return endpoint{}, fmt.Errorf("guard: %s: base URL %q is not an absolute http or https URL", name, redactURL(base))
 	}
-	trimmed := strings.TrimRight(base, "/")
-	if strings.HasSuffix(trimmed, path) {
+	if strings.HasSuffix(strings.TrimRight(u.Path, "/"), path) {
 		return endpoint{}, fmt.Errorf("guard: %s: base URL %q already ends in %s: give the base, ending in /v1", name, redactURL(base), path)
 	}
 	if client == nil {
 		client = DefaultClient()
 	}
-	return endpoint{name: name, url: trimmed + path, key: key, client: client}, nil
+	return endpoint{name: name, url: u.JoinPath(path).String(), key: key, client: client}, nil
 }
 
 // redactURL returns base without its user information, for an error.

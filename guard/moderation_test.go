@@ -54,6 +54,21 @@ func TestModerationRequest(t *testing.T) {
 	}
 }
 
+// A base URL's query stays on the endpoint's URL (api-version=...).
+func TestModerationBaseURLQuery(t *testing.T) {
+	f := newFakeEndpoint(t, 200, `{"results": [{"flagged": false}]}`)
+	m, err := guard.NewModeration(guard.ModerationConfig{BaseURL: f.URL + "/openai/v1/?api-version=2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Classify(context.Background(), guard.Input{Texts: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Calls()[0]; c.Path != "/openai/v1/moderations" || c.Query != "api-version=2" {
+		t.Errorf("request to %s?%s, want /openai/v1/moderations?api-version=2", c.Path, c.Query)
+	}
+}
+
 func TestModerationVerdicts(t *testing.T) {
 	cat := func(name string, score float64) guard.Category {
 		return guard.Category{Name: name, Score: score, Native: name, Classifier: "moderation"}

@@ -245,6 +245,7 @@ func TestParseRulesAccepts(t *testing.T) {
 		`{"categories": {"a": {"terms": null, "patterns": null}}}`,
 		`{"categories": {"a": {"terms": [], "patterns": []}}}`,
 		` {"categories": {"a": {"terms": ["x"]}}}` + "\n",
+		"\ufeff" + `{"categories": {}}`,
 	} {
 		if _, err := guard.ParseRules([]byte(data)); err != nil {
 			t.Errorf("ParseRules(%s): %v", data, err)
@@ -323,8 +324,10 @@ func TestRulesFileReload(t *testing.T) {
 					return
 				default:
 				}
-				if got := classify(t, f, "massacre"); got != "violence" && got != "" {
-					t.Errorf("Classify during reloads = %q", got)
+				for _, text := range []string{"massacre", "ＭＡＳＳＡＣＲＥ é"} {
+					if got := classify(t, f, text); got != "violence" && got != "" {
+						t.Errorf("Classify during reloads = %q", got)
+					}
 				}
 			}
 		})
@@ -349,4 +352,22 @@ func TestRulesFileReload(t *testing.T) {
 	if _, err := guard.NewRulesFile(path + ".missing"); err == nil {
 		t.Error("NewRulesFile(missing file) succeeded")
 	}
+}
+
+// Any bytes give rules or a *RulesError, never a panic.
+func FuzzParseRules(f *testing.F) {
+	f.Add([]byte(termRules))
+	f.Add([]byte(`{"categories": {"a": {"terms": ["x"], "patterns": ["(?i)a\\s+b"]}}}`))
+	f.Add([]byte(`{"categories": {"a": {"terms": [1]}}}`))
+	f.Add([]byte(`{"categories": {"a": {"terms": ["x"]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := guard.ParseRules(data)
+		if err != nil {
+			if _, ok := errors.AsType[*guard.RulesError](err); !ok {
+				t.Fatalf("ParseRules: %v is not a *RulesError", err)
+			}
+			return
+		}
+		classify(t, r, "a massacre, x y a b \u00e9", "")
+	})
 }

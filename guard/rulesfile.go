@@ -82,6 +82,11 @@ func LoadRules(path string) (*Rules, error) {
 // Every error is a *RulesError naming the line, column and place
 // (categories["hate"].patterns[2]) of the offending value.
 func ParseRules(data []byte) (*Rules, error) {
+	if bom := "\xef\xbb\xbf"; bytes.HasPrefix(data, []byte(bom)) {
+		// Some editors begin a UTF-8 file with a byte order mark; blanks
+		// keep the columns of line 1.
+		data = append([]byte("   "), data[len(bom):]...)
+	}
 	p := &rulesParser{data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	p.dec.UseNumber()
 	cats, err := p.document()

@@ -4,8 +4,8 @@
 // wrappers that chain, bound and cache them.
 //
 // It is a top-level leaf package, like store and upstream: it imports no
-// family package and not the root, which re-exports Classifier and plugs one
-// in with gateway.WithClassifier. It decides nothing about requests: the
+// family package and not the root, so that the root can re-export Classifier
+// and plug one in (gateway.WithClassifier, DECISIONS 9.1). It decides nothing about requests: the
 // caller (the chat pipeline) says what is classified, runs the
 // classification before forwarding (block) or alongside it (audit), and
 // applies the fail-open or fail-closed policy to errors.
@@ -42,8 +42,8 @@
 // Several classifiers form a Chain: asked concurrently, flagged by any is
 // flagged. WithTimeout bounds a classification (GATEWAY_GUARD_TIMEOUT,
 // DefaultTimeout 2 s); Cached remembers verdicts by the digest of the input
-// for a short time, so that retries are not classified twice. gatewayd's
-// classifier is
+// for a short time, so that retries are not classified twice. The classifier
+// to plug in is then
 //
 //	guard.Cached(guard.WithTimeout(guard.Chain{rules, moderation}, timeout), clock, guard.DefaultCacheTTL, guard.DefaultCacheSize)
 //

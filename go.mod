@@ -9,6 +9,7 @@ require (
 	github.com/sethvargo/go-envconfig v1.4.3
 	github.com/tmaxmax/go-sse v0.11.0
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/text v0.41.0
 )
 
 require (
@@ -17,5 +18,4 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.45.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
 )

@@ -8,7 +8,7 @@ import (
 )
 
 // Chain is several classifiers asked together (gatewayd's chain of the
-// configured classifiers: DECISIONS 9.1). It is a Classifier, safe for
+// configured classifiers: "flagged by any is flagged"). It is a Classifier, safe for
 // concurrent use when its members are.
 //
 // Classify asks every member concurrently, on the caller's ctx, and waits for

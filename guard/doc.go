@@ -5,8 +5,8 @@
 //
 // It is a top-level leaf package, like store and upstream: it imports no
 // family package and not the root, so that the root can re-export Classifier
-// and plug one in (gateway.WithClassifier, DECISIONS 9.1). It decides nothing about requests: the
-// caller (the chat pipeline) says what is classified, runs the
+// and plug one in (gateway.WithClassifier). It decides nothing about
+// requests: the caller (the chat pipeline) says what is classified, runs the
 // classification before forwarding (block) or alongside it (audit), and
 // applies the fail-open or fail-closed policy to errors.
 //
@@ -22,7 +22,7 @@
 //
 // # Classifiers
 //
-// As gatewayd configures them (DECISIONS 9.1):
+// As gatewayd configures them (docs/contract.md#91-content-guard-configuration):
 //
 //   - Rules (ClassifierRules, GATEWAY_GUARD_RULES): terms and RE2 patterns per
 //     category from a JSON rules file (ParseRules), matched on Unicode
@@ -52,7 +52,8 @@
 // A classifier error means no verdict could be had; it never holds the
 // classified content, nor an endpoint's answer (ErrUnavailable,
 // ErrMalformed). What an error means for the request is the caller's policy:
-// DECISIONS 9.1 has block tenants fail closed (503 upstream_unavailable) and
+// "A `block` tenant whose guard cannot answer gets 503 `upstream_unavailable`;
+// an `audit` tenant is let through": block tenants fail closed and
 // audit tenants fail open. A Chain returns what its members flagged alongside
 // the error of those that failed.
 package guard

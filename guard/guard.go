@@ -73,7 +73,7 @@ type Category struct {
 }
 
 // The names of the classifiers that ship with the gateway, as Category.Classifier
-// and gatewayd's configuration (docs/contract.md, DECISIONS 9.1) call them.
+// and gatewayd's configuration (docs/contract.md#91-content-guard-configuration) call them.
 const (
 	ClassifierRules      = "rules"
 	ClassifierModeration = "moderation"

@@ -365,8 +365,15 @@ var entries = []Entry{
 	{
 		Code: ContentBlocked, Type: TypeInvalidRequest, HTTPStatus: 422,
 		Title: "Content blocked",
-		Description: "The tenant's content guard, in block mode, classified the input as unsafe. " +
-			"`param` holds the matched categories, comma-separated. Tenants in audit mode are logged, not blocked.",
+		Description: "The tenant's content guard, in block mode, classified the input as unsafe: nothing was " +
+			"sent upstream, nothing was stored and no quota was charged. `param` holds the flagged categories, " +
+			"sorted and comma-separated without spaces, by OpenAI's moderation names (`harassment`, `hate`, " +
+			"`illicit`, `self-harm`, `sexual`, `sexual/minors`, `violence`, ... with their `/threatening`, " +
+			"`/intent`, `/graphic` forms) or a stable lowercase name where there is none (`privacy`, " +
+			"`elections`). A tenant's `content_guard` is `off`, `audit` (the request goes through and a " +
+			"flagged one is logged, without its content) or `block`. The status is 422, not the 400 " +
+			"`content_filter` of OpenAI's API: the request is well-formed and was understood; this tenant's " +
+			"policy refuses its content.",
 		Remediation: "Remove or rephrase the flagged content; ask the operator if the classification looks wrong.",
 	},
 	{

@@ -29,7 +29,9 @@ func TestStalledBodiesLeaveTheServerServing(t *testing.T) {
 		"GET /healthz HTTP/1.1\r\nHost: x\r\n",
 		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n",
 		"POST /c1/chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n",
-		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tokRate + "\r\n",
+		// tokSlow refills one request in 10 s: a slow dial loop on a loaded
+		// machine must not let a third stalled body through.
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tokSlow + "\r\n",
 	}
 	const n = 1100
 	var answered atomic.Int64

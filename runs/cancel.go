@@ -28,13 +28,9 @@ func (s *Service) Cancel(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	v, ok, err := s.load(r.Context(), c.tenant.ID, httpx.Param(r, "id"))
-	switch {
-	case err != nil:
+	v, err := s.loadSeen(r.Context(), c, httpx.Param(r, "id"))
+	if err != nil {
 		httpx.WriteError(w, r, err)
-		return
-	case !ok || !c.sees(v.rec):
-		httpx.WriteError(w, r, errNotFound())
 		return
 	}
 	rec, err := s.cancelRun(r.Context(), v.rec)

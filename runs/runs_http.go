@@ -259,13 +259,9 @@ func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	a := s.active[id] // before the store read: its output outlives its end
 	s.mu.Unlock()
-	v, ok, err := s.load(r.Context(), c.tenant.ID, id)
-	switch {
-	case err != nil:
+	v, err := s.loadSeen(r.Context(), c, id)
+	if err != nil {
 		httpx.WriteError(w, r, err)
-		return
-	case !ok || !c.sees(v.rec):
-		httpx.WriteError(w, r, errNotFound())
 		return
 	}
 	out, truncated := v.output, v.rec.OutputTruncated

@@ -255,6 +255,19 @@ func (s *Service) load(ctx context.Context, tenant, id string) (v view, ok bool,
 	return v, ok, nil
 }
 
+// loadSeen is load for a handler: run id of c's tenant, or 404
+// coding_agent_run_not_found when there is none or c may not see it.
+func (s *Service) loadSeen(ctx context.Context, c caller, id string) (view, error) {
+	v, ok, err := s.load(ctx, c.tenant.ID, id)
+	switch {
+	case err != nil:
+		return view{}, err
+	case !ok || !c.sees(v.rec):
+		return view{}, errNotFound()
+	}
+	return v, nil
+}
+
 // list returns one page of the runs of tenant (of user, or all of them when
 // tenantWide), newest first, and whether more follow.
 func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool, limit, offset int) ([]record, bool, error) {

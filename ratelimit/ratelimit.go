@@ -147,7 +147,7 @@ func (l *Local) Allow(_ context.Context, d auth.Digest, r auth.Rate) (ok bool, r
 	}
 	next := max(b.tat, now) + b.interval
 	if wait := next - now - b.tau; wait > 0 {
-		retryAfter = ceilSeconds(wait)
+		retryAfter = RetryAfter(time.Duration(wait))
 	} else {
 		b.tat, ok = next, true
 	}
@@ -218,8 +218,9 @@ func (b *bucket) adapt(r auth.Rate, now int64) {
 	b.tat = now + int64(min(math.Ceil(used*float64(b.interval)), float64(b.tau)))
 }
 
-// ceilSeconds rounds ns up to whole seconds, at least one.
-func ceilSeconds(ns int64) time.Duration {
-	s := (ns + int64(time.Second) - 1) / int64(time.Second)
-	return time.Duration(max(s, 1)) * time.Second
+// RetryAfter is the Retry-After of a wait: whole seconds, rounded up, at
+// least one (the value every Limiter reports for an empty bucket).
+func RetryAfter(wait time.Duration) time.Duration {
+	s := (wait + time.Second - 1) / time.Second
+	return max(s, 1) * time.Second
 }

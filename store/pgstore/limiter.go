@@ -60,11 +60,5 @@ func (l limiter) Allow(ctx context.Context, dg auth.Digest, r auth.Rate) (bool, 
 	if passed {
 		return true, 0, nil
 	}
-	return false, ceilSeconds(tat + emission - seen - tau), nil
-}
-
-// ceilSeconds rounds us microseconds up to whole seconds, at least one.
-func ceilSeconds(us int64) time.Duration {
-	s := (us + 999_999) / 1_000_000
-	return time.Duration(max(s, 1)) * time.Second
+	return false, ratelimit.RetryAfter(time.Duration(tat+emission-seen-tau) * time.Microsecond), nil
 }

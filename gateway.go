@@ -33,6 +33,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/images"
 	"github.com/chatgw/gateway/internal/apidocs"
 	"github.com/chatgw/gateway/memory"
@@ -166,7 +167,8 @@ func (g *Gateway) wireFamilies() error {
 	c := &g.cfg
 	g.apidocs = apidocs.New(Version)
 	g.mem = memory.New(memory.Config{Store: c.store, Clock: c.clock})
-	g.tenants = tenantconfig.NewService(c.store, g.catalog)
+	g.tenants = tenantconfig.NewService(c.store, g.catalog, guard.Names(c.classifier)...)
+	classifier := classifierOf(c)
 	g.rag = rag.New(rag.Config{Store: c.store, Clock: c.clock})
 	reg, err := tools.NewRegistry(append(g.mem.Tools(), tools.CurrentTime(c.clock), g.rag.Tool())...)
 	if err != nil {
@@ -186,7 +188,7 @@ func (g *Gateway) wireFamilies() error {
 	g.openai = openai.New(openai.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
 		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
-		Quota: quotas, MaxResponseBytes: c.maxResponse,
+		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
 	})
 	// The images purger runs until Close, which stops it before the store is
 	// closed (closers run in reverse order).
@@ -204,7 +206,7 @@ func (g *Gateway) wireFamilies() error {
 	g.chat = chat.New(chat.Config{
 		History: g.conv, Upstream: c.upstream, Catalog: g.catalog, Store: c.store,
 		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContextTx,
-		Quota: quotas, MaxResponseBytes: c.maxResponse,
+		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
 	})
 	// Runs write their final states on Close, so they close before the store
 	// (closers run in reverse order).
@@ -213,13 +215,23 @@ func (g *Gateway) wireFamilies() error {
 		return fmt.Errorf("gateway: runs: %w", err)
 	}
 	g.closers = append(g.closers, g.runs.Close)
-	return g.wireAgents(quotas)
+	return g.wireAgents(quotas, classifier)
+}
+
+// classifierOf is the content guard's classifier as the chat paths ask it:
+// each classification bounded in time, verdicts cached by content digest "so
+// that retries are not classified twice"; nil without a classifier.
+func classifierOf(c *config) guard.Classifier {
+	if c.classifier == nil {
+		return nil
+	}
+	return guard.Cached(guard.WithTimeout(c.classifier, c.guardTimeout), c.clock, guard.DefaultCacheTTL, guard.DefaultCacheSize)
 }
 
 // wireAgents loads the agents and registers agent_call, which needs the agents
 // service, after the other tools. Agent chats count against quotas, the
-// Accountant of /v1 and /c1.
-func (g *Gateway) wireAgents(quotas *quota.Accountant) error {
+// Accountant of /v1 and /c1, and are guarded by their classifier.
+func (g *Gateway) wireAgents(quotas *quota.Accountant, classifier guard.Classifier) error {
 	c := &g.cfg
 	list, warnings, err := agents.Load(c.agentsDir, g.tools)
 	if err != nil {
@@ -231,7 +243,7 @@ func (g *Gateway) wireAgents(quotas *quota.Accountant) error {
 	g.agents, err = agents.New(agents.Config{
 		Agents: list, Tools: g.tools, Upstream: c.upstream, Catalog: g.catalog,
 		Store: c.store, Clock: c.clock, Logger: c.logger, Inject: g.mem.SystemContext,
-		Keepalive: c.keepalive, Quota: quotas, MaxResponseBytes: c.maxResponse,
+		Keepalive: c.keepalive, Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: agents: %w", err)

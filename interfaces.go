@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/ratelimit"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
@@ -22,4 +23,7 @@ type (
 	// RateLimiter keeps the per-token rate limit: in process by default, in
 	// the database with a store that shares it (see WithRateLimiter).
 	RateLimiter = ratelimit.Limiter
+	// Classifier classifies the content of a chat request for the tenant
+	// content guard (see WithClassifier).
+	Classifier = guard.Classifier
 )

@@ -33,6 +33,9 @@ type config struct {
 	maxResponse int64
 	bodyTimeout time.Duration
 	bodyMinRate int64
+	classifier  Classifier
+	// guardTimeout bounds one classification; 0 means guard.DefaultTimeout.
+	guardTimeout time.Duration
 }
 
 func defaultConfig() config {
@@ -214,4 +217,32 @@ func WithAgentsDir(dir string) Option {
 // coding_agent_disabled.
 func WithCodingAgentCommand(cmd string) Option {
 	return func(c *config) error { c.codingCmd = cmd; return nil }
+}
+
+// WithClassifier sets the content guard's classifier: the requests of the
+// tenants whose content_guard is "audit" or "block" are classified by it on
+// every chat path (/v1/chat/completions, /c1/chat, agent chat and session
+// messages). A block tenant's flagged request answers 422 content_blocked
+// before anything is forwarded or stored; an audit tenant's goes through and
+// is logged. The gateway bounds each classification (WithGuardTimeout) and
+// caches verdicts by the digest of the content for a minute, so c need not.
+// Default nil: no classifier, and then a block tenant's chat requests answer
+// 503 upstream_unavailable and an audit tenant's go through unclassified,
+// logged; gatewayd refuses to start with such a tenant instead.
+func WithClassifier(c Classifier) Option {
+	return func(cfg *config) error { cfg.classifier = c; return nil }
+}
+
+// WithGuardTimeout bounds one classification of the content guard: a block
+// tenant's request whose classifier has not answered in d answers 503
+// upstream_unavailable, an audit tenant's went through already and is
+// logged. Default guard.DefaultTimeout (2 s).
+func WithGuardTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("gateway: WithGuardTimeout: timeout must be positive")
+		}
+		c.guardTimeout = d
+		return nil
+	}
 }

@@ -35,6 +35,10 @@ type run struct {
 	stream    bool
 	requestID string
 	consent   string // GW-Cloud-Consent of the request, or ""
+	// session is set on a session message: the history is stored and was
+	// classified when it was written, so the guard classifies only the new
+	// message.
+	session bool
 
 	notices  []relay.Notice
 	fallback *upstream.Response // the last round answered by a fallback backend
@@ -118,6 +122,7 @@ func (s *Service) check(ctx context.Context, rn *run, msgs []json.RawMessage, de
 		Catalog:      s.catalog,
 		CloudConsent: rn.consent,
 		System:       preflight.Injector(s.inject, rn.principal.Tenant.ID, rn.user),
+		Guard:        &preflight.Guard{Classifier: s.guard, NewOnly: rn.session, User: rn.user},
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
@@ -71,6 +72,11 @@ type Config struct {
 	// MaxResponseBytes bounds what the gateway holds of one upstream answer
 	// (relay.Options.MaxBytes). 0 means relay.DefaultMaxBytes (16 MiB).
 	MaxResponseBytes int64
+	// Classifier is the content guard of the tenants whose content_guard is
+	// audit or block (the gateway's guard.Classifier, bounded in time and
+	// cached). Nil means the gateway has none: a block tenant's requests then
+	// answer 503 upstream_unavailable, an audit tenant's go through.
+	Classifier guard.Classifier
 }
 
 // Service serves the /a1/agents family. Create it with New; it is safe for
@@ -88,6 +94,7 @@ type Service struct {
 	keepalive time.Duration
 	quota     *quota.Accountant
 	maxBytes  int64
+	guard     guard.Classifier
 }
 
 // New returns the agents service of c. It fails when a required field is nil,
@@ -115,6 +122,7 @@ func New(c Config) (*Service, error) {
 		keepalive: c.Keepalive,
 		quota:     c.Quota,
 		maxBytes:  c.MaxResponseBytes,
+		guard:     c.Classifier,
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}

@@ -200,7 +200,7 @@ func (s *Service) PostMessage(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	rn.stream = q.Stream != nil && *q.Stream
+	rn.stream, rn.session = q.Stream != nil && *q.Stream, true
 	tenant, sid := rn.principal.Tenant.ID, httpx.Param(r, "sid")
 	rec, stored, err := s.loadLive(r.Context(), tenant, rn.user, rn.agent, sid)
 	if err != nil {

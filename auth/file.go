@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -11,24 +12,42 @@ import (
 // new one, so a request sees either the old catalog or the new one, never a mix.
 // A FileCatalog is safe for concurrent use.
 type FileCatalog struct {
-	path string
-	mu   sync.Mutex // serializes Reload
-	cur  atomic.Pointer[Catalog]
+	path   string
+	checks []func(*Catalog) error
+	mu     sync.Mutex // serializes Reload
+	cur    atomic.Pointer[Catalog]
 }
 
 var _ TokenCatalog = (*FileCatalog)(nil)
 
 // NewFileCatalog loads the token file at path. It fails, with the error of
 // LoadFile (a *ParseError naming the line for a bad file), when the file cannot
-// be read or parsed; gatewayd then refuses to start.
-func NewFileCatalog(path string) (*FileCatalog, error) {
-	c, err := LoadFile(path)
+// be read or parsed, or with the first error of checks, which every catalog
+// the file gives must pass, now and on Reload (gatewayd checks that a tenant
+// whose content_guard is set has a classifier); gatewayd then refuses to
+// start.
+func NewFileCatalog(path string, checks ...func(*Catalog) error) (*FileCatalog, error) {
+	f := &FileCatalog{path: path, checks: checks}
+	c, err := f.load()
 	if err != nil {
 		return nil, err
 	}
-	f := &FileCatalog{path: path}
 	f.cur.Store(c)
 	return f, nil
+}
+
+// load reads and checks the file.
+func (f *FileCatalog) load() (*Catalog, error) {
+	c, err := LoadFile(f.path)
+	if err != nil {
+		return nil, err
+	}
+	for _, check := range f.checks {
+		if err := check(c); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+	}
+	return c, nil
 }
 
 // Path returns the path of the token file.
@@ -51,12 +70,12 @@ func (f *FileCatalog) Catalog() *Catalog { return f.cur.Load() }
 // Reload re-reads the token file (gatewayd calls it on SIGHUP). On success the
 // new catalog replaces the old one for every later Lookup; principals already
 // handed out stay valid. On failure the old catalog stays in place and Reload
-// returns why: the read error, or a *ParseError naming file and line. Concurrent
-// Reloads are serialized.
+// returns why: the read error, a *ParseError naming file and line, or the
+// error of a check. Concurrent Reloads are serialized.
 func (f *FileCatalog) Reload() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c, err := LoadFile(f.path)
+	c, err := f.load()
 	if err != nil {
 		return err
 	}

@@ -164,3 +164,31 @@ func BenchmarkLookup(b *testing.B) {
 		c.Lookup(d)
 	}
 }
+
+// TestFileCatalogChecks: a check refuses a file at start and on Reload,
+// which then keeps the old catalog.
+func TestFileCatalogChecks(t *testing.T) {
+	noB := func(c *auth.Catalog) error {
+		if _, ok := c.Tenant("b"); ok {
+			return errors.New("tenant b is not allowed here")
+		}
+		return nil
+	}
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	writeFile(t, path, `{"tenants": [{"id": "b"}], "tokens": []}`)
+	if _, err := auth.NewFileCatalog(path, noB); err == nil || err.Error() != path+": tenant b is not allowed here" {
+		t.Errorf("NewFileCatalog(refused) error = %v, want the check's, after the path", err)
+	}
+	writeFile(t, path, catalogWith("old"))
+	f, err := auth.NewFileCatalog(path, noB)
+	if err != nil {
+		t.Fatalf("NewFileCatalog: %v", err)
+	}
+	writeFile(t, path, `{"tenants": [{"id": "b"}], "tokens": [{"token": "new", "tenant": "b"}]}`)
+	if err := f.Reload(); err == nil {
+		t.Error("Reload(refused) succeeded")
+	}
+	if _, ok := f.Lookup(auth.DigestOf("old")); !ok {
+		t.Error("token lost after a refused reload")
+	}
+}

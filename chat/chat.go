@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
@@ -69,6 +70,11 @@ type Config struct {
 	// not fit the model's context window, so that a stored conversation can
 	// always be continued. 0 means relay.DefaultMaxBytes (16 MiB).
 	MaxResponseBytes int64
+	// Classifier is the content guard of the tenants whose content_guard is
+	// audit or block (the gateway's guard.Classifier, bounded in time and
+	// cached). Nil means the gateway has none: a block tenant's requests then
+	// answer 503 upstream_unavailable, an audit tenant's go through.
+	Classifier guard.Classifier
 }
 
 // Service serves POST /c1/chat.
@@ -84,6 +90,7 @@ type Service struct {
 	keepalive time.Duration
 	quota     *quota.Accountant
 	maxBytes  int64
+	guard     guard.Classifier
 }
 
 // New returns the chat service of cfg.
@@ -99,6 +106,7 @@ func New(cfg Config) *Service {
 		keepalive: cfg.Keepalive,
 		quota:     cfg.Quota,
 		maxBytes:  cfg.MaxResponseBytes,
+		guard:     cfg.Classifier,
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}

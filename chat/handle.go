@@ -183,6 +183,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 		System:       func(context.Context) (string, error) { return st.system, nil },
 		CloudConsent: r.Header.Get(preflight.HeaderCloudConsent),
 		Consents:     s.consents,
+		Guard:        &preflight.Guard{Classifier: s.guard, NewOnly: true, User: t.user},
 	})
 	if err != nil {
 		return nil, err

@@ -33,6 +33,7 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		CloudConsent: strings.Join(r.Header.Values(preflight.HeaderCloudConsent), ","),
 		Consents:     s.consents,
 		System:       preflight.Injector(s.inject, p.Tenant.ID, httpx.UserID(r)),
+		Guard:        &preflight.Guard{Classifier: s.guard, User: httpx.UserID(r)},
 	}
 	pf, err := preflight.Check(ctx, req)
 	if err != nil {

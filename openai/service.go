@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
@@ -99,6 +100,11 @@ type Config struct {
 	// MaxResponseBytes bounds what the gateway holds of one upstream answer
 	// (relay.Options.MaxBytes). 0 means relay.DefaultMaxBytes (16 MiB).
 	MaxResponseBytes int64
+	// Classifier is the content guard of the tenants whose content_guard is
+	// audit or block (the gateway's guard.Classifier, bounded in time and
+	// cached). Nil means the gateway has none: a block tenant's requests then
+	// answer 503 upstream_unavailable, an audit tenant's go through.
+	Classifier guard.Classifier
 }
 
 // Service serves the /v1 chat, models and info endpoints. Its handler methods
@@ -114,6 +120,7 @@ type Service struct {
 	consents  preflight.Consents
 	quota     *quota.Accountant
 	maxBytes  int64
+	guard     guard.Classifier
 	created   int64 // the models' created time
 
 	mu     sync.Mutex
@@ -131,6 +138,7 @@ func New(cfg Config) *Service {
 		keepalive: cfg.KeepaliveInterval,
 		quota:     cfg.Quota,
 		maxBytes:  cfg.MaxResponseBytes,
+		guard:     cfg.Classifier,
 		models:    map[string]cachedList{},
 	}
 	if s.clock == nil {

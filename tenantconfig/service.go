@@ -16,15 +16,17 @@ import (
 
 // Service serves GET and PUT /v1/tenant/config. It is safe for concurrent use.
 type Service struct {
-	st  store.Store
-	cat *upstream.Catalog
+	st          store.Store
+	cat         *upstream.Catalog
+	classifiers []string
 }
 
 // NewService returns the tenant-config handlers over st. cat is the model
 // catalog default_model is checked against; it must not be nil nor modified
-// afterwards.
-func NewService(st store.Store, cat *upstream.Catalog) *Service {
-	return &Service{st: st, cat: cat}
+// afterwards. classifiers name the content guard's classifiers (guard.Names),
+// shown as content_guard_classifiers to the tenants whose guard is on.
+func NewService(st store.Store, cat *upstream.Catalog, classifiers ...string) *Service {
+	return &Service{st: st, cat: cat, classifiers: classifiers}
 }
 
 // View is the answer of GET and PUT /v1/tenant/config.
@@ -61,6 +63,7 @@ const (
 	keyModels           = "models"
 	keyCloudDocConsent  = "c1_cloud_doc_consent"
 	keyContentGuard     = "content_guard"
+	keyGuardClassifiers = "content_guard_classifiers"
 	keyCodingAgentRepos = "coding_agent_repos"
 	keyConfigCaps       = "config_caps"
 	keyQuotas           = "quotas"
@@ -68,7 +71,7 @@ const (
 
 func operatorKey(k string) bool {
 	switch k {
-	case keyModels, keyCloudDocConsent, keyContentGuard, keyCodingAgentRepos, keyConfigCaps, keyQuotas:
+	case keyModels, keyCloudDocConsent, keyContentGuard, keyGuardClassifiers, keyCodingAgentRepos, keyConfigCaps, keyQuotas:
 		return true
 	}
 	return false
@@ -113,9 +116,9 @@ func (s *Service) view(t *auth.Tenant, rec record) View {
 	if models == nil && s.cat != nil {
 		models = s.cat.Aliases()
 	}
-	guard := t.Settings.ContentGuard
-	if guard == "" {
-		guard = "off"
+	guard, classifiers := t.Settings.ContentGuard, s.classifiers
+	if guard == "" || guard == "off" {
+		guard, classifiers = "off", nil
 	}
 	quotas := t.Quotas
 	if quotas == nil {
@@ -124,6 +127,7 @@ func (s *Service) view(t *auth.Tenant, rec record) View {
 	add(keyModels, KeyInfo{Value: nonNil(models), Type: "array"})
 	add(keyCloudDocConsent, KeyInfo{Value: t.Settings.CloudDocConsent, Type: "boolean"})
 	add(keyContentGuard, KeyInfo{Value: guard, Type: "string", Enum: []string{"off", "audit", "block"}})
+	add(keyGuardClassifiers, KeyInfo{Value: nonNil(classifiers), Type: "array"})
 	add(keyCodingAgentRepos, KeyInfo{Value: nonNil(t.Settings.CodingAgentRepos), Type: "array"})
 	add(keyConfigCaps, KeyInfo{Value: caps, Type: "object"})
 	add(keyQuotas, KeyInfo{Value: quotas, Type: "object"})

@@ -23,8 +23,10 @@
 //
 // Operator keys, shown by GET and answered tenant_config_key_readonly by PUT:
 // models (the effective allowlist), c1_cloud_doc_consent, content_guard ("off",
-// "audit" or "block"), coding_agent_repos, config_caps (the effective cap of each
-// capped key) and quotas.
+// "audit" or "block"), content_guard_classifiers (the names of the classifiers
+// that guard the tenant, such as ["moderation","rules"]; [] when its guard is
+// off), coding_agent_repos, config_caps (the effective cap of each capped key)
+// and quotas.
 //
 // # Storage
 //

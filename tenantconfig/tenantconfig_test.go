@@ -43,7 +43,7 @@ func values(body any) map[string]any {
 }
 
 func TestGetDefaults(t *testing.T) {
-	svc := tenantconfig.NewService(memstore.New(), catalog(t))
+	svc := tenantconfig.NewService(memstore.New(), catalog(t), "moderation", "rules")
 	tenant := &auth.Tenant{ID: "acme", Models: []string{"lm-4-scout", "lm-4-scout-local", "lm-embed"},
 		Settings:   auth.Settings{CloudDocConsent: true, ContentGuard: "block", CodingAgentRepos: []string{"https://github.com/acme/app"}},
 		ConfigCaps: map[string]int{"image_gen_rate_per_hour": 500},
@@ -58,20 +58,22 @@ func TestGetDefaults(t *testing.T) {
 		"values": map[string]any{
 			"default_model": "lm-4-scout", "image_gen_rate_per_hour": 60.0, "image_max_ttl_hours": 168.0, "compact_keep_last_n": 20.0,
 			"models": []any{"lm-4-scout", "lm-4-scout-local", "lm-embed"}, "c1_cloud_doc_consent": true, "content_guard": "block",
-			"coding_agent_repos": []any{"https://github.com/acme/app"},
-			"config_caps":        map[string]any{"image_gen_rate_per_hour": 500.0, "image_max_ttl_hours": 720.0, "compact_keep_last_n": 200.0},
-			"quotas":             map[string]any{"lm-4-scout": map[string]any{"tokens_per_day": 1000.0, "requests_per_day": 0.0}},
+			"content_guard_classifiers": []any{"moderation", "rules"},
+			"coding_agent_repos":        []any{"https://github.com/acme/app"},
+			"config_caps":               map[string]any{"image_gen_rate_per_hour": 500.0, "image_max_ttl_hours": 720.0, "compact_keep_last_n": 200.0},
+			"quotas":                    map[string]any{"lm-4-scout": map[string]any{"tokens_per_day": 1000.0, "requests_per_day": 0.0}},
 		},
 		"keys": map[string]any{
 			"default_model": map[string]any{"value": "lm-4-scout", "writable": true, "type": "string", "default": "lm-4-scout",
 				"enum": []any{"lm-4-scout", "lm-4-scout-local"}},
-			"image_gen_rate_per_hour": map[string]any{"value": 60.0, "writable": true, "type": "integer", "default": 60.0, "range": rng(1, 500)},
-			"image_max_ttl_hours":     map[string]any{"value": 168.0, "writable": true, "type": "integer", "default": 168.0, "range": rng(1, 720)},
-			"compact_keep_last_n":     map[string]any{"value": 20.0, "writable": true, "type": "integer", "default": 20.0, "range": rng(1, 200)},
-			"models":                  map[string]any{"value": []any{"lm-4-scout", "lm-4-scout-local", "lm-embed"}, "writable": false, "type": "array"},
-			"c1_cloud_doc_consent":    map[string]any{"value": true, "writable": false, "type": "boolean"},
-			"content_guard":           map[string]any{"value": "block", "writable": false, "type": "string", "enum": []any{"off", "audit", "block"}},
-			"coding_agent_repos":      map[string]any{"value": []any{"https://github.com/acme/app"}, "writable": false, "type": "array"},
+			"image_gen_rate_per_hour":   map[string]any{"value": 60.0, "writable": true, "type": "integer", "default": 60.0, "range": rng(1, 500)},
+			"image_max_ttl_hours":       map[string]any{"value": 168.0, "writable": true, "type": "integer", "default": 168.0, "range": rng(1, 720)},
+			"compact_keep_last_n":       map[string]any{"value": 20.0, "writable": true, "type": "integer", "default": 20.0, "range": rng(1, 200)},
+			"models":                    map[string]any{"value": []any{"lm-4-scout", "lm-4-scout-local", "lm-embed"}, "writable": false, "type": "array"},
+			"c1_cloud_doc_consent":      map[string]any{"value": true, "writable": false, "type": "boolean"},
+			"content_guard":             map[string]any{"value": "block", "writable": false, "type": "string", "enum": []any{"off", "audit", "block"}},
+			"content_guard_classifiers": map[string]any{"value": []any{"moderation", "rules"}, "writable": false, "type": "array"},
+			"coding_agent_repos":        map[string]any{"value": []any{"https://github.com/acme/app"}, "writable": false, "type": "array"},
 			"config_caps": map[string]any{"value": map[string]any{"image_gen_rate_per_hour": 500.0, "image_max_ttl_hours": 720.0, "compact_keep_last_n": 200.0},
 				"writable": false, "type": "object"},
 			"quotas": map[string]any{"value": map[string]any{"lm-4-scout": map[string]any{"tokens_per_day": 1000.0, "requests_per_day": 0.0}},
@@ -86,7 +88,9 @@ func TestGetDefaults(t *testing.T) {
 
 func TestGetOperatorDefaults(t *testing.T) {
 	cat := catalog(t)
-	svc := tenantconfig.NewService(memstore.New(), cat)
+	// A tenant whose guard is off is guarded by no classifier, whatever the
+	// gateway has.
+	svc := tenantconfig.NewService(memstore.New(), cat, "rules")
 	_, body := call(t, svc.Get, "GET", &auth.Tenant{ID: "free"}, "")
 	got := values(body)
 	var models []any
@@ -94,7 +98,7 @@ func TestGetOperatorDefaults(t *testing.T) {
 		models = append(models, a)
 	}
 	want := map[string]any{"models": models, "c1_cloud_doc_consent": false, "content_guard": "off",
-		"coding_agent_repos": []any{}, "quotas": map[string]any{}}
+		"content_guard_classifiers": []any{}, "coding_agent_repos": []any{}, "quotas": map[string]any{}}
 	for k, v := range want {
 		if diff := cmp.Diff(v, got[k]); diff != "" {
 			t.Errorf("%s mismatch (-want +got):\n%s", k, diff)
@@ -146,6 +150,7 @@ func TestPut(t *testing.T) {
 		{"models is read-only", acme, `{"key":"models","value":["lm-4-scout"]}`, readonly, "", nil},
 		{"consent is read-only", acme, `{"key":"c1_cloud_doc_consent","value":false}`, readonly, "", nil},
 		{"guard is read-only", acme, `{"key":"content_guard","value":"off"}`, readonly, "", nil},
+		{"guard classifiers are read-only", acme, `{"key":"content_guard_classifiers","value":[]}`, readonly, "", nil},
 		{"repos are read-only", acme, `{"key":"coding_agent_repos","value":[]}`, readonly, "", nil},
 		{"caps are read-only", acme, `{"key":"config_caps","value":{}}`, readonly, "", nil},
 		{"quotas are read-only", acme, `{"key":"quotas","value":{}}`, readonly, "", nil},

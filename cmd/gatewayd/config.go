@@ -45,6 +45,15 @@ type config struct {
 	IdleTimeout      time.Duration `env:"IDLE_TIMEOUT, default=120s" help:"how long an idle keep-alive connection is kept"`
 	MaxConns         int           `env:"MAX_CONNS, default=0" help:"most client connections open at once; 0: half the open-file limit less a reserve"`
 	MaxConnsPerIP    int           `env:"MAX_CONNS_PER_CLIENT, default=1024" help:"most connections open at once from one client IP address; 0: no cap (behind a proxy every client has its address)"`
+	GuardRules       string        `env:"GUARD_RULES" help:"content guard: rules file (JSON: per category, terms and RE2 patterns); SIGHUP reloads it"`
+	GuardModURL      string        `env:"GUARD_MODERATION_URL" help:"content guard: OpenAI-compatible moderation endpoint base URL (ending in /v1)"`
+	GuardModAPIKey   string        `env:"GUARD_MODERATION_API_KEY" help:"content guard: bearer token sent to the moderation endpoint; empty: none"`
+	GuardModModel    string        `env:"GUARD_MODERATION_MODEL" help:"content guard: model of the moderation requests; empty: the endpoint's default"`
+	GuardLlamaURL    string        `env:"GUARD_LLAMA_GUARD_URL" help:"content guard: OpenAI-compatible chat endpoint base URL (ending in /v1) serving a Llama Guard model"`
+	GuardLlamaAPIKey string        `env:"GUARD_LLAMA_GUARD_API_KEY" help:"content guard: bearer token sent to the Llama Guard endpoint; empty: none"`
+	GuardLlamaModel  string        `env:"GUARD_LLAMA_GUARD_MODEL" help:"content guard: model name of the Llama Guard requests; empty: omitted"`
+	GuardThreshold   float64       `env:"GUARD_THRESHOLD, default=0.5" help:"content guard: moderation score at or above which a category is flagged"`
+	GuardTimeout     time.Duration `env:"GUARD_TIMEOUT, default=2s" help:"content guard: most one classification may take; a block tenant's request then answers 503"`
 	Dev              bool          `help:"development mode: generated admin token, demo backend when none answers"`
 	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`
 }

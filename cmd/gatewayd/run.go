@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -31,7 +32,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	tokens, reload, err := tokenCatalog(cfg, stderr)
+	classifier, reloadRules, err := contentGuard(cfg)
+	if err != nil {
+		return err
+	}
+	tokens, reloadTokens, err := tokenCatalog(cfg, stderr, guardCheck(classifier))
 	if err != nil {
 		return err
 	}
@@ -68,6 +73,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		gateway.WithCodingAgentCommand(cfg.CodingAgentCmd),
 		gateway.WithMaxResponseBytes(cfg.MaxResponseBytes),
 		gateway.WithBodyTimeout(cfg.BodyTimeout, cfg.BodyMinRate),
+		gateway.WithClassifier(classifier),
+		gateway.WithGuardTimeout(cfg.GuardTimeout),
 	)
 	if err != nil {
 		return err
@@ -80,7 +87,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	base := "http://" + ln.Addr().String()
 	log.Info("gatewayd serving", "addr", base, "playground", base+"/playground", "errors", base+"/docs/errors")
 	fmt.Fprintf(stderr, "chatgw listening on %s (API %s/v1, playground %s/playground)\n", base, base, base)
-	go watchReload(ctx, reload, log)
+	go watchReload(ctx, log, reloader{"token catalog", "catalog", reloadTokens}, reloader{"content guard rules", "rules", reloadRules})
 	return serve(ctx, ln, newServer(cfg, g), g.EndStreams, cfg.ShutdownTimeout, log)
 }
 
@@ -156,9 +163,9 @@ func serve(ctx context.Context, ln net.Listener, srv *http.Server, endStreams fu
 
 // tokenCatalog loads the token file, or in -dev mode without one, makes a
 // tenant-admin token for tenant "dev" and prints it once.
-func tokenCatalog(cfg *config, stderr io.Writer) (gateway.TokenCatalog, func() error, error) {
+func tokenCatalog(cfg *config, stderr io.Writer, check func(*auth.Catalog) error) (gateway.TokenCatalog, func() error, error) {
 	if cfg.TokensFile != "" {
-		fc, err := auth.NewFileCatalog(cfg.TokensFile)
+		fc, err := auth.NewFileCatalog(cfg.TokensFile, check)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -175,10 +182,19 @@ func tokenCatalog(cfg *config, stderr io.Writer) (gateway.TokenCatalog, func() e
 	return cat, nil, nil
 }
 
-// watchReload re-reads the token file on SIGHUP; a bad file keeps the old catalog.
-func watchReload(ctx context.Context, reload func() error, log *slog.Logger) {
-	if reload == nil {
-		return
+// reloader is a file gatewayd re-reads on SIGHUP: what it holds (the log
+// lines name it), and its reload (nil when that file is not configured).
+type reloader struct {
+	what, old string
+	reload    func() error
+}
+
+// watchReload re-reads the token file and the content guard's rules file on
+// SIGHUP; a bad file keeps what was loaded before.
+func watchReload(ctx context.Context, log *slog.Logger, files ...reloader) {
+	files = slices.DeleteFunc(files, func(f reloader) bool { return f.reload == nil })
+	if len(files) == 0 {
+		return // SIGHUP keeps its default action
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -188,10 +204,12 @@ func watchReload(ctx context.Context, reload func() error, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if err := reload(); err != nil {
-				log.Error("token catalog reload failed; keeping the old catalog", "error", err.Error())
-			} else {
-				log.Info("token catalog reloaded")
+			for _, f := range files {
+				if err := f.reload(); err != nil {
+					log.Error(f.what+" reload failed; keeping the old "+f.old, "error", err.Error())
+				} else {
+					log.Info(f.what + " reloaded")
+				}
 			}
 		}
 	}

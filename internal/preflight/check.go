@@ -57,10 +57,24 @@ func Check(ctx context.Context, req *Request) (*Result, error) {
 	if err := r.checkWindow(res, system, limits, alias); err != nil {
 		return nil, err
 	}
+	res.Body = r.build(alias, system, floors)
+	// The guard before consent, whose ;persist grants are stored: a blocked
+	// request stores nothing. An audit starts last, once the request passed.
+	gr, err := newGuard(req.Guard, req.Tenant, res)
+	if err != nil {
+		return nil, err
+	}
+	if gr != nil && gr.mode == GuardBlock {
+		if err := gr.block(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkConsent(ctx, req, m, res.Documents); err != nil {
 		return nil, err
 	}
-	res.Body = r.build(alias, system, floors)
+	if gr != nil && gr.mode == GuardAudit {
+		gr.audit(ctx)
+	}
 	return res, nil
 }
 

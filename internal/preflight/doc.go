@@ -16,7 +16,8 @@
 //	// res.Body goes upstream; res.Applied() goes to gw-applied.
 //
 // Check never writes to the client; every error it returns is an *errcat.Error
-// (400, 409 cloud_consent_required, or what System / Consents return).
+// (400, 409 cloud_consent_required, 422 content_blocked, 503 upstream_unavailable
+// from the content guard, or what System / Consents return).
 //
 // # The body
 //
@@ -77,7 +78,10 @@
 //     inserted as the first message {"role":"system","content":...}.
 //  10. The context-window estimate (below) over the model's context_window:
 //     context_window_exceeded "messages".
-//  11. Cloud consent (below): 409 cloud_consent_required.
+//  11. The content guard (below), for a tenant whose content_guard is block:
+//     422 content_blocked, or 503 upstream_unavailable when the classifier
+//     cannot answer.
+//  12. Cloud consent (below): 409 cloud_consent_required.
 //
 // # Context-window estimate
 //
@@ -104,6 +108,28 @@
 // The parts are appended, in order, to the content of the last user message (a
 // string content becomes a text part first); without a user message a new one
 // is appended. "attachments" itself is not forwarded.
+//
+// # Content guard
+//
+// Request.Guard carries the gateway's classifier (guard.Classifier) to a
+// tenant whose content_guard is audit or block. What is classified: the text
+// parts and image URLs of every user message of the rewritten body (on /v1
+// and agent chat, whose clients send the whole history), or of the last
+// message only (Guard.NewOnly: the new turn of a /c1 conversation or an agent
+// session, "stored history was classified when it was written"); document
+// attachments are text parts of the last user message by then. A request
+// with nothing to classify is not classified.
+//
+// block classifies before Check returns, so that a flagged request reaches
+// neither the upstream, nor the store, nor the quota: 422 content_blocked
+// with the flagged categories in param (guard.Verdict.Param), or 503
+// upstream_unavailable when the classifier fails ("A block tenant whose
+// guard cannot answer gets 503 upstream_unavailable"). audit starts the
+// classification when every check passed and returns at once: it runs
+// alongside the upstream call and logs one line for a flagged request (mode,
+// tenant, user, route, categories, classifier, scores; request_id from the
+// request's logger; never the content) and one for a failure, letting the
+// request through either way.
 //
 // # Cloud consent
 //

@@ -46,6 +46,9 @@ type Request struct {
 	// Consents holds persisted consent grants; nil means none are stored and
 	// ;persist entries are ignored.
 	Consents Consents
+	// Guard is the tenant's content guard for this request; nil classifies
+	// nothing (see Guard).
+	Guard *Guard
 }
 
 // Injector returns the Request.System hook that injects memory and prompts

@@ -13,7 +13,8 @@
 // the playground).
 //
 // Everything pluggable is an interface re-exported here (Store, Upstream,
-// TokenCatalog, Clock); each option documents its default. Two gateways in one
+// TokenCatalog, Clock, RateLimiter, Classifier); each option documents its
+// default. Two gateways in one
 // process share nothing.
 package gateway
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatgw/gateway"
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
@@ -174,7 +175,7 @@ func TestLogsHoldNoSecretsOrContent(t *testing.T) {
 				url = fake.URL
 			}
 			sink := &logSink{}
-			e := newLogEnv(t, fake, url, sink)
+			e := newLogEnv(t, fake, url, sink, "")
 			routes := tt.routes
 			if routes == nil {
 				routes = logUpstreamRoutes
@@ -205,28 +206,94 @@ func TestLogsHoldNoSecretsOrContent(t *testing.T) {
 	}
 }
 
+// TestGuardLogsHoldNoContent: the content guard's lines, of a flagged request
+// in block and audit mode and of a classifier that fails, name the request
+// and the categories but hold none of the content.
+func TestGuardLogsHoldNoContent(t *testing.T) {
+	rules, err := guard.ParseRules([]byte(`{"categories":{"violence":{"patterns":["(?i)leakcontent"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatRoutes := []logRoute{}
+	for _, rt := range logUpstreamRoutes {
+		if rt.name != "embeddings" && rt.name != "images" {
+			chatRoutes = append(chatRoutes, rt)
+		}
+	}
+	for _, tc := range []struct {
+		mode, wantMsg string
+		c             gateway.Classifier
+	}{
+		{"block", "content guard flagged the request", rules},
+		{"audit", "content guard flagged the request", rules},
+		{"block", "content guard could not classify the request: refused", failing{}},
+		{"audit", "content guard could not classify the request: let through", failing{}},
+	} {
+		t.Run(tc.mode+" "+tc.wantMsg, func(t *testing.T) {
+			t.Parallel()
+			fake := upstreamtest.New(t, upstreamtest.WithScript(upstreamtest.Reply{Content: mkReply + " answer"}))
+			sink := &logSink{}
+			e := newLogEnv(t, fake, fake.URL, sink, tc.mode, gateway.WithClassifier(tc.c))
+			for i, rt := range chatRoutes {
+				id := strings.NewReplacer(" ", "-").Replace(tc.mode+"-guard-"+rt.name) + "-" + string(rune('a'+i))
+				e.do(t, logCall("POST", rt.path, logToken, id, rt.body))
+				sink.await(t, id)
+				sink.awaitMsg(t, id, tc.wantMsg)
+			}
+			if leaks := sink.leaks(); len(leaks) > 0 {
+				t.Errorf("%d log lines hold a marker:\n%s", len(leaks), strings.Join(leaks, "\n"))
+			}
+		})
+	}
+}
+
+// failing is a classifier that never answers.
+type failing struct{}
+
+func (failing) Classify(context.Context, guard.Input) (guard.Verdict, error) {
+	return guard.Verdict{}, guard.ErrUnavailable
+}
+
+// awaitMsg waits for the line of the request with id whose msg is msg.
+func (s *logSink) awaitMsg(t *testing.T, id, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, l := range s.lines() {
+			var rl requestLine
+			if json.Unmarshal([]byte(l), &rl) == nil && rl.Msg == msg && rl.RequestID == id {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no %q line for %s in the log", msg, id)
+}
+
 // newLogEnv is a gateway whose three backends are at url, each with a marker
 // API key, which logs at Debug level as JSON into sink. Its tenant needs
 // consent for documents bound to a cloud. It holds the agent helper, a
-// tenant system prompt and a memory entry, all three with markers.
-func newLogEnv(t *testing.T, fake *upstreamtest.Server, url string, sink *logSink) *env {
+// tenant system prompt and a memory entry, all three with markers. The
+// tenant's content_guard is guardMode; opts come after the env's own.
+func newLogEnv(t *testing.T, fake *upstreamtest.Server, url string, sink *logSink, guardMode string, opts ...gateway.Option) *env {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "helper.json"), []byte(logAgent), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tokens := auth.MustStatic([]*auth.Tenant{{ID: "acme", Settings: auth.Settings{CloudDocConsent: true}}},
+	tokens := auth.MustStatic([]*auth.Tenant{{ID: "acme", Settings: auth.Settings{CloudDocConsent: true, ContentGuard: guardMode}}},
 		map[string]auth.StaticToken{logToken: {Tenant: "acme", Role: auth.RoleTenantAdmin}})
+	opts = append([]gateway.Option{
+		gateway.WithTokenCatalog(tokens),
+		gateway.WithAgentsDir(dir),
+		gateway.WithLogger(slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+	}, opts...)
 	e := newEnvOn(t, fake, upstream.Backends{
 		LocalURL: url, LocalAPIKey: mkLocalKey,
 		CloudAURL: url, CloudAAPIKey: mkCloudAKey,
 		CloudBURL: url, CloudBAPIKey: mkCloudBKey,
 		FirstByteTimeout: 5 * time.Second,
-	},
-		gateway.WithTokenCatalog(tokens),
-		gateway.WithAgentsDir(dir),
-		gateway.WithLogger(slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-	)
+	}, opts...)
 	for i, c := range []call{
 		logCall("PUT", "/v1/system-prompts/tenant", logToken, "setup-prompt", `{"content":"Be kind. `+mkPrompt+`tenant"}`),
 		logCall("POST", "/v1/memory", logToken, "setup-memory", `{"key":"name","value":"`+mkMemory+`rest","visibility":"private"}`),

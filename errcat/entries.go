@@ -413,7 +413,9 @@ var entries = []Entry{
 	{
 		Code: UpstreamUnavailable, Type: TypeOverloaded, HTTPStatus: 503,
 		Title: "Upstream unavailable",
-		Description: "The gateway could not connect to the model router or to any backend of the alias's chain. " +
+		Description: "The gateway could not connect to the model router or to any backend of the alias's chain, " +
+			"or the content guard of a tenant in block mode could not classify the request in time (its " +
+			"classifier did not answer within `GATEWAY_GUARD_TIMEOUT`; nothing was sent upstream). " +
 			"`param` is null.",
 		Remediation: "Retry later; `GET /readyz` shows which backends answer. Tell the operator if `ready` stays false.",
 	},

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,11 +118,20 @@ var errNoClassifier = errors.New("preflight: no content guard classifier is conf
 // categories, the classifiers and their scores, never the content.
 func (gr *guardRequest) logFlagged(ctx context.Context, v guard.Verdict) {
 	info := httpx.InfoFrom(ctx)
-	scores := make([]any, 0, len(v.Categories))
-	var classifiers []string
-	for _, c := range v.Categories {
-		scores = append(scores, slog.Float64(c.Name, c.Score))
-		classifiers = append(classifiers, c.Classifier)
+	// One score per category, the highest, in name order: two classifiers
+	// that flag the same category must not repeat a key of the line.
+	cats := slices.Clone(v.Categories)
+	slices.SortFunc(cats, func(a, b guard.Category) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(b.Score, a.Score))
+	})
+	cats = slices.CompactFunc(cats, func(a, b guard.Category) bool { return a.Name == b.Name })
+	scores := make([]any, len(cats))
+	for i, c := range cats {
+		scores[i] = slog.Float64(c.Name, c.Score)
+	}
+	classifiers := make([]string, len(v.Categories))
+	for i, c := range v.Categories {
+		classifiers[i] = c.Classifier
 	}
 	slices.Sort(classifiers)
 	info.Logger.LogAttrs(ctx, slog.LevelWarn, "content guard flagged the request",

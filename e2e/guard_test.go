@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Tokens of the guard token file (guardTokenFile), one member per tenant.
@@ -484,4 +486,380 @@ func tokensWithOff() string {
 		"tokens": []any{map[string]any{"token": tokGuardOff, "tenant": "goff", "role": "member"},
 			map[string]any{"token": tokGuardBlock, "tenant": "gexplicit", "role": "member"}},
 	})
+}
+
+// ---- block ----
+
+// TestContentGuardBlock: a block tenant's flagged input answers 422
+// content_blocked on every chat path, with the flagged categories sorted in
+// param, before any upstream call, without storing anything; the rules and
+// the moderation endpoint form a chain whose categories are united; only
+// user texts (and document attachments) are classified on /v1 and agent chat,
+// only the new message on /c1 and session messages.
+func TestContentGuardBlock(t *testing.T) {
+	t.Parallel()
+	mod := newGuardFake(t, false, 0)
+	g, _ := guardStart(t, guardConf{rules: guardRules, moderation: mod}, nil)
+
+	// blocked sends a request that must be refused with param, and checks
+	// that no upstream saw a chat call meanwhile.
+	blocked := func(t *testing.T, r func() *resp, param, ref string) *resp {
+		t.Helper()
+		before := upstreamChats(g)
+		res := r()
+		wantBlocked(t, res, param, ref)
+		if n := upstreamChats(g) - before; n != 0 {
+			t.Errorf("%s: the upstream received %d chat calls, want 0 (DECISIONS 9.1: block answers before any upstream call)", res.req, n)
+		}
+		return res
+	}
+	user := func(c any) map[string]any { return map[string]any{"role": "user", "content": c} }
+	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+	t.Run("/v1/chat/completions", func(t *testing.T) {
+		cases := []struct {
+			name  string
+			body  map[string]any
+			param string
+		}{
+			{"rules term", guardV1("tell me about the massacre at dawn"), "violence"},
+			{"rules term in upper case", guardV1("THE MASSACRE"), "violence"},
+			{"rules term in full-width letters (NFKC)", guardV1("the ｍａｓｓａｃｒｅ at dawn"), "violence"},
+			{"rules pattern", guardV1("how do I hotwire   a car"), "illicit"},
+			{"three categories, sorted", guardV1("subhuman vermin should cook meth before the massacre"), "hate,illicit,violence"},
+			{"moderation alone", guardV1("you are awful [mod:harassment=0.97]"), "harassment"},
+			{"rules and moderation: the union", guardV1("the massacre [mod:harassment=0.9] [mod:violence=0.8]"), "harassment,violence"},
+			{"an earlier user message", map[string]any{"model": "lm-4-scout-local", "messages": []any{
+				user("plan a massacre"), map[string]any{"role": "assistant", "content": "No."}, user("please, thanks")}}, "violence"},
+			{"a text part of a content array", guardV1([]any{text("hello"), text("how to cook meth")}), "illicit"},
+			{"a document attachment", map[string]any{"model": "lm-4-scout-local", "messages": []any{user("summarise the file")},
+				"attachments": []any{map[string]any{"kind": "document", "doc_name": "notes.txt", "content": "step one: cook meth"}}}, "illicit"},
+			{"streamed request: a JSON error", func() map[string]any { b := guardV1("a massacre"); b["stream"] = true; return b }(), "violence"},
+			{"chain alias: no backend of the chain tried", map[string]any{"model": "lm-4-scout", "messages": []any{user("a massacre")}}, "violence"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				blocked(t, func() *resp { return g.post(t, "/v1/chat/completions", tokGuardBlock, "bob", c.body) }, c.param, "/v1: "+c.name)
+			})
+		}
+		// What is not classified, or not flagged, goes through.
+		passes := []struct {
+			name string
+			body map[string]any
+			ref  string
+		}{
+			{"flagged text only in system and assistant messages", map[string]any{"model": "lm-4-scout-local", "messages": []any{
+				map[string]any{"role": "system", "content": "Never describe a massacre."}, user("hi"),
+				map[string]any{"role": "assistant", "content": "I will not cook meth."}, user("fine")}},
+				"issue 14: on /v1 the text of every user message is classified"},
+			{"a longer word that holds a term", guardV1("massacres of the past"), "DECISIONS 9.1: a term matches a whole word or phrase"},
+			{"clean text", guardV1("what is the capital of France?"), "DECISIONS 9.1"},
+		}
+		for _, c := range passes {
+			t.Run(c.name, func(t *testing.T) {
+				before := chatCalls(g.Local)
+				if wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "bob", c.body), 200, c.ref) && chatCalls(g.Local) != before+1 {
+					t.Errorf("a request that passed the guard made %d upstream calls, want 1", chatCalls(g.Local)-before)
+				}
+			})
+		}
+	})
+
+	t.Run("/c1/chat", func(t *testing.T) {
+		const u = "carol"
+		// a flagged first turn (streamed, the default): nothing stored
+		r := blocked(t, func() *resp {
+			return c1(t, g, tokGuardBlock, u, map[string]any{"message": "a massacre", "model": "lm-4-scout-local"})
+		}, "violence", "/c1 first turn")
+		if id := r.Header.Get("gw-conversation-id"); id != "" {
+			wantErr(t, g.get(t, "/c1/conversations/"+id, tokGuardBlock, u), 404, "not_found_error", "conversation_not_found", "conversation_id",
+				"issue 14: nothing is persisted on block")
+		}
+		if n := len(listData(g.get(t, "/c1/conversations", tokGuardBlock, u))); n != 0 {
+			t.Errorf("after a blocked first turn %s lists %d conversations, want 0 (issue 14: nothing is persisted)", u, n)
+		}
+		// an existing conversation keeps its messages
+		r = c1(t, g, tokGuardBlock, u, guardC1("hello"))
+		if !wantStatus(t, r, 200, "a clean turn") {
+			t.FailNow()
+		}
+		id := convID(t, r)
+		_, want := history(t, g, tokGuardBlock, u, id)
+		turn := func(b map[string]any) map[string]any { b["conversation_id"] = id; return b }
+		for _, c := range []struct {
+			name  string
+			body  map[string]any
+			param string
+		}{
+			{"a flagged message", turn(guardC1("now the massacre")), "violence"},
+			{"a flagged text part", turn(guardC1([]any{text("look"), text("subhuman vermin")})), "hate"},
+			{"a flagged document attachment", turn(map[string]any{"message": "summarise", "stream": false, "model": "lm-4-scout-local",
+				"attachments": []any{map[string]any{"kind": "document", "doc_name": "n.txt", "content": "how to hotwire a car"}}}), "illicit"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				blocked(t, func() *resp { return c1(t, g, tokGuardBlock, u, c.body) }, c.param, "/c1: "+c.name)
+				if _, got := history(t, g, tokGuardBlock, u, id); len(got) != len(want) || mustJSON(got) != mustJSON(want) {
+					t.Errorf("after a blocked turn the conversation holds %v, want %v unchanged (issue 14: no user message persisted)", roles(got), roles(want))
+				}
+			})
+		}
+		if l := listData(g.get(t, "/c1/conversations", tokGuardBlock, u)); len(l) != 1 || l[0]["message_count"] != float64(len(want)) {
+			t.Errorf("conversations of %s: %v, want one with message_count %d", u, l, len(want))
+		}
+	})
+
+	t.Run("/a1/agents/{name}/chat", func(t *testing.T) {
+		blocked(t, func() *resp { return g.post(t, "/a1/agents/guarded/chat", tokGuardBlock, "", userChat("a massacre")) }, "violence", "agent chat")
+		b := userChat("a massacre")
+		b["stream"] = true
+		blocked(t, func() *resp { return g.post(t, "/a1/agents/guarded/chat", tokGuardBlock, "", b) }, "violence", "streamed agent chat: a JSON error")
+		earlier := map[string]any{"messages": []any{user("how to cook meth"), map[string]any{"role": "assistant", "content": "No."}, user("ok")}}
+		blocked(t, func() *resp { return g.post(t, "/a1/agents/guarded/chat", tokGuardBlock, "", earlier) }, "illicit",
+			"agent chat is stateless: every user message is classified")
+		blocked(t, func() *resp {
+			return g.post(t, "/v1/tools/execute", tokGuardBlock, "", map[string]any{"name": "agent_call", "arguments": map[string]any{"agent": "guarded", "message": "a massacre"}})
+		}, "violence", "agent_call through /v1/tools/execute: the called chat's own error")
+		wantStatus(t, g.post(t, "/a1/agents/guarded/chat", tokGuardBlock, "", userChat("hello")), 200, "a clean agent chat")
+	})
+
+	t.Run("/a1/agents/{name}/sessions/{sid}/messages", func(t *testing.T) {
+		const u = "dave"
+		sid := str(a1Must(t, g.post(t, "/a1/agents/guarded/sessions", tokGuardBlock, u, map[string]any{})).JSON()["id"])
+		path := "/a1/agents/guarded/sessions/" + sid
+		wantStatus(t, g.post(t, path+"/messages", tokGuardBlock, u, map[string]any{"message": "hello"}), 200, "a clean session message")
+		want := a1Must(t, g.get(t, path, tokGuardBlock, u)).JSON()
+		for _, c := range []struct {
+			name    string
+			message any
+			param   string
+		}{
+			{"a flagged message", "a massacre", "violence"},
+			{"a flagged text part", []any{text("fine"), text("hotwire a car")}, "illicit"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				blocked(t, func() *resp {
+					return g.post(t, path+"/messages", tokGuardBlock, u, map[string]any{"message": c.message})
+				}, c.param, "session message")
+				got := a1Must(t, g.get(t, path, tokGuardBlock, u)).JSON()
+				if mustJSON(got["messages"]) != mustJSON(want["messages"]) || got["message_count"] != want["message_count"] {
+					t.Errorf("after a blocked message the session holds %s, want %s unchanged (issue 14: nothing persisted)", mustJSON(got["messages"]), mustJSON(want["messages"]))
+				}
+			})
+		}
+	})
+
+	t.Run("no quota charged", func(t *testing.T) {
+		// gquota may make one lm-4-scout-local request a day.
+		const u = "erin"
+		sid := str(a1Must(t, g.post(t, "/a1/agents/guarded/sessions", tokGuardQuota, u, map[string]any{})).JSON()["id"])
+		for i := range 3 {
+			blocked(t, func() *resp {
+				return g.post(t, "/v1/chat/completions", tokGuardQuota, "", guardV1("massacre "+strconv.Itoa(i)))
+			}, "violence", "quota tenant /v1")
+		}
+		blocked(t, func() *resp { return c1(t, g, tokGuardQuota, u, guardC1("a massacre")) }, "violence", "quota tenant /c1")
+		blocked(t, func() *resp { return g.post(t, "/a1/agents/guarded/chat", tokGuardQuota, "", userChat("a massacre")) }, "violence", "quota tenant agent chat")
+		blocked(t, func() *resp {
+			return g.post(t, "/a1/agents/guarded/sessions/"+sid+"/messages", tokGuardQuota, u, map[string]any{"message": "a massacre"})
+		}, "violence", "quota tenant session message")
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardQuota, "", guardV1("hello")), 200,
+			"issue 14: no quota is charged for a blocked request (requests_per_day 1 is still there)")
+		wantErr(t, g.post(t, "/v1/chat/completions", tokGuardQuota, "", guardV1("hello again")), 429, "rate_limit_error", "model_quota_exhausted", noParam,
+			"the quota is real: the second clean request is over requests_per_day 1")
+	})
+
+	t.Run("tenant config", func(t *testing.T) {
+		for _, c := range []struct {
+			token, mode string
+			classifiers []string
+		}{
+			{tokGuardBlock, "block", []string{"moderation", "rules"}},
+			{tokGuardAudit, "audit", []string{"moderation", "rules"}},
+			{tokGuardOff, "off", []string{}},
+		} {
+			r := g.get(t, "/v1/tenant/config", c.token, "")
+			if !wantStatus(t, r, 200, "spec GET /v1/tenant/config") {
+				continue
+			}
+			vals, _ := r.JSON()["values"].(map[string]any)
+			if vals["content_guard"] != c.mode || mustJSON(vals["content_guard_classifiers"]) != mustJSON(c.classifiers) {
+				t.Errorf("tenant config values content_guard %v, content_guard_classifiers %s; want %s and %s (issue 14 item 4: the tenant config shows which classifier guards the tenant)",
+					vals["content_guard"], mustJSON(vals["content_guard_classifiers"]), c.mode, mustJSON(c.classifiers))
+			}
+		}
+	})
+
+	t.Run("off tenant never classified", func(t *testing.T) {
+		const marker = "Zanzibarquux"
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardOff, "", guardV1("the massacre of "+marker)), 200, "DECISIONS 9.1: off is not classified")
+		wantStatus(t, c1(t, g, tokGuardOff, "frank", guardC1("the massacre of "+marker)), 200, "off on /c1")
+		wantStatus(t, g.post(t, "/a1/agents/guarded/chat", tokGuardOff, "", userChat("the massacre of "+marker)), 200, "off on agent chat")
+		if n := mod.callsWith(marker); n != 0 {
+			t.Errorf("the moderation endpoint was asked %d times about an off tenant's text, want 0", n)
+		}
+	})
+}
+
+// ---- audit ----
+
+// guardLineWant is what an audit log line must say (issue 14: tenant, user,
+// request id, route, categories, classifier; DECISIONS 9.1: never the content).
+type guardLineWant struct {
+	tenant, user, route, categories, classifier, id string
+}
+
+// checkAuditLine checks the one flagged line of request w.id.
+func checkAuditLine(t *testing.T, g *gw, w guardLineWant) {
+	t.Helper()
+	line := awaitLine(t, g, guardFlaggedMsg, w.id, "issue 14: a flagged audit request writes one structured line")
+	if line == nil {
+		return
+	}
+	got := map[string]any{}
+	for _, k := range []string{"mode", "tenant", "user", "route", "categories", "classifier", "request_id"} {
+		got[k] = line[k]
+	}
+	want := map[string]any{"mode": "audit", "tenant": w.tenant, "user": w.user, "route": w.route, "categories": w.categories,
+		"classifier": w.classifier, "request_id": w.id}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("audit line of %s (-want +got):\n%s", w.id, d)
+	}
+	scores, _ := line["scores"].(map[string]any)
+	var names []string
+	for k, v := range scores {
+		if f, ok := v.(float64); !ok || f <= 0 || f > 1 {
+			t.Errorf("audit line score %s = %v, want a number in (0, 1]", k, v)
+		}
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != w.categories {
+		t.Errorf("audit line scores %v, want one per category %s (issue 14: scores)", scores, w.categories)
+	}
+	// ONE line: wait a moment for a duplicate written late
+	time.Sleep(50 * time.Millisecond)
+	if n := len(linesFor(g, guardFlaggedMsg, w.id)); n != 1 {
+		t.Errorf("request %s wrote %d %q lines, want 1", w.id, n, guardFlaggedMsg)
+	}
+}
+
+// TestContentGuardAudit: an audit tenant's flagged request goes through
+// unchanged on every chat path and writes one log line with the categories,
+// never the content; a clean request writes none; on /c1 and sessions only
+// the new message is classified, not the stored history.
+func TestContentGuardAudit(t *testing.T) {
+	t.Parallel()
+	mod := newGuardFake(t, false, 0)
+	g, _ := guardStart(t, guardConf{rules: guardRules, moderation: mod}, nil)
+	// Every flagged text holds one of these words, which must never be logged.
+	secrets := []string{"massacre", "Quillbridge", "Ostwick", "Varnholt", "Pellucid", "Tarnwick"}
+	var clean []string // request ids that must have no flagged line
+
+	t.Run("/v1/chat/completions: unchanged", func(t *testing.T) {
+		body := map[string]any{"model": "lm-4-scout-local", "temperature": 0.2, "messages": []any{
+			map[string]any{"role": "system", "content": "Be brief."},
+			map[string]any{"role": "user", "content": "the massacre at Quillbridge"}}}
+		wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardOff, "alice", body, reqID("guard-off-v1")), 200, "off tenant")
+		offBody := lastBody(t, g.Local, "/chat/completions")
+		r := g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "alice", body, reqID("guard-audit-v1"))
+		if !wantStatus(t, r, 200, "DECISIONS 9.1: audit lets the request through") {
+			return
+		}
+		if d := cmp.Diff(offBody, lastBody(t, g.Local, "/chat/completions")); d != "" {
+			t.Errorf("the upstream body of an audit tenant differs from an off tenant's (-off +audit) (DECISIONS 9.1: unchanged):\n%s", d)
+		}
+		if m := r.JSON(); m["object"] != "chat.completion" {
+			t.Errorf("audit answer %s, want the upstream's chat.completion", truncate(string(r.Body), 300))
+		}
+		checkAuditLine(t, g, guardLineWant{"gaudit", "alice", "/v1/chat/completions", "violence", "rules", "guard-audit-v1"})
+		if n := len(linesFor(g, guardFlaggedMsg, "guard-off-v1")); n != 0 {
+			t.Errorf("an off tenant's request wrote %d flagged lines, want 0", n)
+		}
+	})
+
+	t.Run("/v1/chat/completions: chain and cache", func(t *testing.T) {
+		body := guardV1("the massacre by Varnholt [mod:harassment=0.9]")
+		for _, id := range []string{"guard-audit-chain-1", "guard-audit-chain-2"} {
+			wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", body, reqID(id)), 200, "audit")
+			checkAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "harassment,violence", "moderation,rules", id})
+		}
+		if n := mod.callsWith("Varnholt"); n != 1 {
+			t.Errorf("the moderation endpoint was asked %d times about the same content, want 1 (issue 14: verdicts are cached by content digest)", n)
+		}
+		id := "guard-audit-clean-v1"
+		clean = append(clean, id)
+		wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("a harmless question"), reqID(id)), 200, "clean")
+	})
+
+	t.Run("/c1/chat: the new message only", func(t *testing.T) {
+		const u = "alice"
+		b := guardC1("what happened in the massacre at Ostwick?")
+		r := g.do(t, "POST", "/c1/chat", tokGuardAudit, u, b, reqID("guard-audit-c1-1"))
+		if !wantStatus(t, r, 200, "DECISIONS 9.1: audit lets /c1 through") {
+			return
+		}
+		id := convID(t, r)
+		checkAuditLine(t, g, guardLineWant{"gaudit", u, "/c1/chat", "violence", "rules", "guard-audit-c1-1"})
+		if _, h := history(t, g, tokGuardAudit, u, id); len(h) != 2 || textOf(h[0]) != "what happened in the massacre at Ostwick?" {
+			t.Errorf("the audit turn stored %v, want the user message as sent and the reply", roles(h))
+		}
+		// a clean next turn: the flagged history goes upstream, is not classified again
+		b = guardC1("and afterwards?")
+		b["conversation_id"] = id
+		clean = append(clean, "guard-audit-c1-2")
+		wantStatus(t, g.do(t, "POST", "/c1/chat", tokGuardAudit, u, b, reqID("guard-audit-c1-2")), 200, "clean turn")
+		if up := messagesOf(lastBody(t, g.Local, "/chat/completions")); !strings.Contains(mustJSON(up), "Ostwick") {
+			t.Errorf("turn 2 upstream lacks the stored turn 1: %v", roles(up))
+		}
+		waitFor(2*time.Second, func() bool { return mod.callsWith("and afterwards?") > 0 })
+		for _, c := range mod.Calls() {
+			if all := strings.Join(c.Texts, "\n"); strings.Contains(all, "and afterwards?") && strings.Contains(all, "Ostwick") {
+				t.Errorf("turn 2 classified the stored history %q, want the new message only (issue 14: stored history was classified when it was written)", c.Texts)
+			}
+		}
+	})
+
+	t.Run("/a1/agents/{name}/chat", func(t *testing.T) {
+		r := g.do(t, "POST", "/a1/agents/guarded/chat", tokGuardAudit, "bob", userChat("describe the massacre at Pellucid"), reqID("guard-audit-agent"))
+		if wantStatus(t, r, 200, "DECISIONS 9.1: audit lets agent chat through") && !strings.Contains(mustJSON(messagesOf(lastBody(t, g.Local, "/chat/completions"))), "massacre at Pellucid") {
+			t.Errorf("the agent's upstream call lacks the user's message")
+		}
+		checkAuditLine(t, g, guardLineWant{"gaudit", "bob", "/a1/agents/:name/chat", "violence", "rules", "guard-audit-agent"})
+	})
+
+	t.Run("/a1/agents/{name}/sessions/{sid}/messages", func(t *testing.T) {
+		const u = "bob"
+		sid := str(a1Must(t, g.post(t, "/a1/agents/guarded/sessions", tokGuardAudit, u, map[string]any{})).JSON()["id"])
+		path := "/a1/agents/guarded/sessions/" + sid
+		r := g.do(t, "POST", path+"/messages", tokGuardAudit, u, map[string]any{"message": "the massacre at Tarnwick"}, reqID("guard-audit-session-1"))
+		wantStatus(t, r, 200, "DECISIONS 9.1: audit lets session messages through")
+		checkAuditLine(t, g, guardLineWant{"gaudit", u, "/a1/agents/:name/sessions/:sid/messages", "violence", "rules", "guard-audit-session-1"})
+		if s := a1Must(t, g.get(t, path, tokGuardAudit, u)).JSON(); !strings.Contains(mustJSON(s["messages"]), "massacre at Tarnwick") {
+			t.Errorf("the audit session message was not stored: %s", mustJSON(s["messages"]))
+		}
+		clean = append(clean, "guard-audit-session-2")
+		wantStatus(t, g.do(t, "POST", path+"/messages", tokGuardAudit, u, map[string]any{"message": "go on please"}, reqID("guard-audit-session-2")), 200, "clean message")
+		waitFor(2*time.Second, func() bool { return mod.callsWith("go on please") > 0 })
+		for _, c := range mod.Calls() {
+			if all := strings.Join(c.Texts, "\n"); strings.Contains(all, "go on please") && strings.Contains(all, "Tarnwick") {
+				t.Errorf("the next session message classified the stored history %q, want the new message only", c.Texts)
+			}
+		}
+	})
+
+	// The clean requests' classifications started before this last flagged
+	// request's; once its line is there, a line of theirs would be too.
+	wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("a massacre, lastly"), reqID("guard-audit-last")), 200, "audit")
+	checkAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "violence", "rules", "guard-audit-last"})
+	logs := g.stderr.String()
+	for _, id := range clean {
+		if n := len(linesFor(g, guardFlaggedMsg, id)); n != 0 {
+			t.Errorf("clean request %s wrote %d flagged lines, want 0 (issue 14: only a flagged request is logged)", id, n)
+		}
+	}
+	for _, s := range secrets {
+		if strings.Contains(logs, s) {
+			t.Errorf("gatewayd's log holds %q, a word of a flagged request (DECISIONS 9.1: never the content)", s)
+		}
+	}
 }

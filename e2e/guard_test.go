@@ -863,3 +863,131 @@ func TestContentGuardAudit(t *testing.T) {
 		}
 	}
 }
+
+// ---- latency ----
+
+// TestContentGuardAuditAddsNoLatency: with a classifier that takes
+// guardSlow to answer, an audit tenant's answer starts long before the
+// classifier answers on every chat path (the classification runs alongside
+// the upstream call), while a block tenant's answer waits for it.
+func TestContentGuardAuditAddsNoLatency(t *testing.T) {
+	t.Parallel()
+	const guardSlow = 3 * time.Second
+	mod := newGuardFake(t, false, guardSlow)
+	g, _ := guardStart(t, guardConf{moderation: mod, timeout: "20s"}, nil)
+	sid := str(a1Must(t, g.post(t, "/a1/agents/guarded/sessions", tokGuardAudit, "alice", map[string]any{})).JSON()["id"])
+	// firstByte sends a streamed request and returns the status and how long
+	// the response headers took (gatewayd sends them with the first byte).
+	firstByte := func(t *testing.T, token, user, path string, body map[string]any, id string) (int, time.Duration) {
+		t.Helper()
+		body["stream"] = true
+		req, _ := http.NewRequest("POST", g.Base+path, strings.NewReader(mustJSON(body)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", id)
+		if user != "" {
+			req.Header.Set("GW-User-Id", user)
+		}
+		begin := time.Now()
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s: %v", path, err)
+		}
+		took := time.Since(begin)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode, took
+	}
+	flagged := " [fake-slow] [modflag:violence]"
+	audit := []struct {
+		name, path, user string
+		body             map[string]any
+	}{
+		{"/v1/chat/completions", "/v1/chat/completions", "", guardV1("first" + flagged)},
+		{"/c1/chat", "/c1/chat", "alice", map[string]any{"message": "second" + flagged, "model": "lm-4-scout-local"}},
+		{"/a1/agents/{name}/chat", "/a1/agents/guarded/chat", "", userChat("third" + flagged)},
+		{"/a1/agents/{name}/sessions/{sid}/messages", "/a1/agents/guarded/sessions/" + sid + "/messages", "alice", map[string]any{"message": "fourth" + flagged}},
+	}
+	for i, c := range audit {
+		t.Run("audit "+c.name, func(t *testing.T) {
+			t.Parallel()
+			id := "guard-latency-audit-" + strconv.Itoa(i)
+			status, took := firstByte(t, tokGuardAudit, c.user, c.path, c.body, id)
+			if status != 200 || took > guardSlow/3 {
+				t.Errorf("audit %s: status %d after %v, want 200 well before the classifier's %v (issue 14: the classification runs alongside the upstream call, so that it adds no latency)",
+					c.name, status, took, guardSlow)
+			}
+			// the classifier did answer, later, and the line was written then
+			if line := awaitLine(t, g, guardFlaggedMsg, id, "issue 14: audit"); line != nil && line["categories"] != "violence" {
+				t.Errorf("audit line categories %v, want violence", line["categories"])
+			}
+		})
+	}
+	block := []struct {
+		name, text string
+		status     int
+	}{{"clean", "fifth [fake-slow]", 200}, {"flagged", "sixth" + flagged, 422}}
+	for i, c := range block {
+		t.Run("block waits: "+c.name, func(t *testing.T) {
+			t.Parallel()
+			status, took := firstByte(t, tokGuardBlock, "", "/v1/chat/completions", guardV1(c.text), "guard-latency-block-"+strconv.Itoa(i))
+			if status != c.status || took < guardSlow*2/3 {
+				t.Errorf("block %s: status %d after %v, want %d after the classifier's %v (DECISIONS 9.1: block classifies before forwarding)",
+					c.name, status, took, c.status, guardSlow)
+			}
+		})
+	}
+}
+
+// ---- classifier failure ----
+
+// TestContentGuardClassifierFailure: a classifier that answers 500 or does
+// not answer within GATEWAY_GUARD_TIMEOUT fails a block tenant closed (503
+// upstream_unavailable, nothing forwarded) and an audit tenant open (its
+// normal answer and a log line); failures are not cached.
+func TestContentGuardClassifierFailure(t *testing.T) {
+	t.Parallel()
+	mod := newGuardFake(t, false, 0)
+	g, _ := guardStart(t, guardConf{rules: guardRules, moderation: mod, timeout: "300ms"}, nil)
+	const ref = "DECISIONS 9.1: a block tenant whose guard cannot answer gets 503 upstream_unavailable"
+	for _, c := range []struct{ name, marker string }{{"answers 500", "[fake-500]"}, {"hangs past GATEWAY_GUARD_TIMEOUT", "[fake-hang]"}} {
+		t.Run(c.name, func(t *testing.T) {
+			before := upstreamChats(g)
+			begin := time.Now()
+			r := g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("a clean question "+c.marker))
+			if took := time.Since(begin); took > 3*time.Second {
+				t.Errorf("block answered after %v, want about GATEWAY_GUARD_TIMEOUT (300ms)", took)
+			}
+			if wantErr(t, r, 503, "overloaded_error", "upstream_unavailable", anyParam, ref) &&
+				!strings.Contains(strings.ToLower(str(r.JSON()["error"].(map[string]any)["message"])), "content guard") {
+				t.Errorf("503 message %q does not say the content guard could not answer (issue 14)", r.JSON()["error"].(map[string]any)["message"])
+			}
+			if n := upstreamChats(g) - before; n != 0 {
+				t.Errorf("a block request whose classifier failed reached the upstream %d times, want 0 (fails closed)", n)
+			}
+			// rules flag what the failed moderation could not see: flagged by any is flagged
+			blocked := g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("a massacre "+c.marker))
+			wantBlocked(t, blocked, "violence", "flagged by any is flagged, even beside a failed classifier")
+
+			id := "guard-fail-audit-" + strings.Trim(c.marker, "[]")
+			wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "alice", guardV1("an audited question "+c.marker), reqID(id)), 200,
+				"DECISIONS 9.1: an audit tenant is let through")
+			if line := awaitLine(t, g, guardLetThruMsg, id, "issue 14: an audit tenant fails open and logs it"); line != nil {
+				if line["tenant"] != "gaudit" || line["mode"] != "audit" || line["route"] != "/v1/chat/completions" {
+					t.Errorf("failure line %v, want tenant gaudit, mode audit, route /v1/chat/completions", line)
+				}
+			}
+			if strings.Contains(g.stderr.String(), "audited question") {
+				t.Errorf("the failure log holds the content (DECISIONS 9.1: never the content)")
+			}
+		})
+	}
+	t.Run("a failure is not cached", func(t *testing.T) {
+		body := guardV1("retry me [fake-500-once]")
+		wantErr(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", body), 503, "overloaded_error", "upstream_unavailable", anyParam, ref)
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", body), 200, "the retry is classified again, and passes")
+		if n := mod.callsWith("retry me"); n != 2 {
+			t.Errorf("the moderation endpoint was asked %d times, want 2 (a failure is not a verdict to cache)", n)
+		}
+	})
+}

@@ -991,3 +991,204 @@ func TestContentGuardClassifierFailure(t *testing.T) {
 		}
 	})
 }
+
+// ---- the classifiers ----
+
+// TestContentGuardModeration: the moderation classifier as an operator
+// configures it (DECISIONS 9.1): what it sends to POST {base}/moderations
+// (the API key, the model, the user texts), the threshold (default 0.5, and
+// GATEWAY_GUARD_THRESHOLD), categories[c] true, the verdict cache and off
+// tenants never asked.
+func TestContentGuardModeration(t *testing.T) {
+	t.Parallel()
+	mod := newGuardFake(t, false, 0)
+	g, _ := guardStart(t, guardConf{moderation: mod}, nil)
+	lowMod := newGuardFake(t, false, 0)
+	low, _ := guardStart(t, guardConf{moderation: lowMod, threshold: "0.3"}, nil)
+
+	t.Run("request", func(t *testing.T) {
+		body := map[string]any{"model": "lm-4-scout-local", "messages": []any{
+			map[string]any{"role": "system", "content": "system words"},
+			map[string]any{"role": "user", "content": "first question Alpha"},
+			map[string]any{"role": "assistant", "content": "assistant words"},
+			map[string]any{"role": "user", "content": "second question Alpha"}},
+			"attachments": []any{map[string]any{"kind": "document", "doc_name": "alpha.txt", "content": "document text Alpha"}}}
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", body), 200, "clean")
+		var call *guardCall
+		for _, c := range mod.Calls() {
+			if strings.Contains(strings.Join(c.Texts, "\n"), "Alpha") {
+				call = &c
+			}
+		}
+		if call == nil {
+			t.Fatalf("the moderation endpoint was not asked about a block tenant's request (calls: %v)", mod.Calls())
+		}
+		if call.Method != "POST" || call.Path != "/v1/moderations" || call.Auth != "Bearer "+guardModKey || call.Body["model"] != guardModModel {
+			t.Errorf("moderation request %s %s, Authorization %q, model %v; want POST /v1/moderations, Bearer %s, model %s (DECISIONS 9.1 GATEWAY_GUARD_MODERATION_URL, _API_KEY, _MODEL)",
+				call.Method, call.Path, call.Auth, call.Body["model"], guardModKey, guardModModel)
+		}
+		if len(call.Texts) != 3 || call.Texts[0] != "first question Alpha" || call.Texts[1] != "second question Alpha" || !strings.Contains(call.Texts[2], "document text Alpha") {
+			t.Errorf("moderation input %q, want the two user texts then the document (issue 14: every user message and document attachments, nothing else)", call.Texts)
+		}
+		// an image part is sent too, in OpenAI's multimodal input
+		img := guardV1([]any{map[string]any{"type": "text", "text": "what is this Bravo"},
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": pngURI}}})
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", img), 200, "clean image")
+		for _, c := range mod.Calls() {
+			if strings.Contains(strings.Join(c.Texts, "\n"), "Bravo") && c.Images != 1 {
+				t.Errorf("moderation input of a text and an image: %d image parts, want 1 (issue 14: where it has them, image parts)", c.Images)
+			}
+		}
+	})
+
+	t.Run("threshold and categories", func(t *testing.T) {
+		cases := []struct {
+			name, text string
+			g          *gw
+			param      string // "" = passes
+		}{
+			{"score 0.4 under the default 0.5", "rude [mod:harassment=0.4]", g, ""},
+			{"score 0.5 at the default", "ruder [mod:harassment=0.5]", g, "harassment"},
+			{"score 0.4 over GATEWAY_GUARD_THRESHOLD 0.3", "rude [mod:harassment=0.4]", low, "harassment"},
+			{"score 0.2 under GATEWAY_GUARD_THRESHOLD 0.3", "mild [mod:harassment=0.2]", low, ""},
+			{"categories true with a low score", "sad [modflag:self-harm]", g, "self-harm"},
+			{"several, sorted", "worse [mod:violence=0.9] [mod:illicit=0.8] [modflag:hate]", g, "hate,illicit,violence"},
+			{"a category with a slash", "grim [mod:violence/graphic=0.99]", g, "violence/graphic"},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				r := c.g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1(c.text))
+				if c.param == "" {
+					wantStatus(t, r, 200, "DECISIONS 9.1: flagged when categories[c] is true or category_scores[c] >= GATEWAY_GUARD_THRESHOLD")
+				} else {
+					wantBlocked(t, r, c.param, c.name)
+				}
+			})
+		}
+	})
+
+	t.Run("verdict cache", func(t *testing.T) {
+		for _, c := range []struct{ text, param string }{{"flagged Charlie [modflag:violence]", "violence"}, {"clean Delta", ""}} {
+			for range 2 {
+				r := g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1(c.text))
+				if c.param != "" {
+					wantBlocked(t, r, c.param, "a retry")
+				} else {
+					wantStatus(t, r, 200, "a retry")
+				}
+			}
+			word := strings.Fields(c.text)[1]
+			if n := mod.callsWith(word); n != 1 {
+				t.Errorf("the same content sent twice was classified %d times, want 1 (issue 14: verdicts are cached by content digest)", n)
+			}
+		}
+	})
+
+	t.Run("off tenant never asked", func(t *testing.T) {
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardOff, "", guardV1("Echo [modflag:violence]")), 200, "off")
+		wantStatus(t, c1(t, g, tokGuardOff, "u", guardC1("Echo [modflag:violence]")), 200, "off")
+		if n := mod.callsWith("Echo"); n != 0 {
+			t.Errorf("the moderation endpoint was asked %d times about an off tenant's request, want 0", n)
+		}
+	})
+}
+
+// TestContentGuardLlamaGuard: a Llama Guard model behind an OpenAI-compatible
+// chat endpoint; its "unsafe\nS1,S10" answer blocks with the S-codes mapped
+// to category names (S1 illicit/violent, S10 hate).
+func TestContentGuardLlamaGuard(t *testing.T) {
+	t.Parallel()
+	lg := newGuardFake(t, true, 0)
+	g, _ := guardStart(t, guardConf{llamaGuard: lg}, nil)
+	wantBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("Foxtrot [lg:S1,S10]")), "hate,illicit/violent",
+		"DECISIONS 9.1: unsafe\\nS1,S10 maps S-codes to category names by the documented table")
+	wantBlocked(t, c1(t, g, tokGuardBlock, "u", guardC1("Golf [lg:S2]")), "illicit", "S2 on /c1")
+	wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("Hotel is safe")), 200, "safe")
+	wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("India [lg:S10]"), reqID("guard-llama-audit")), 200, "audit")
+	checkAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "hate", "llama_guard", "guard-llama-audit"})
+
+	var call *guardCall
+	for _, c := range lg.Calls() {
+		if strings.Contains(strings.Join(c.Texts, "\n"), "Foxtrot") {
+			call = &c
+		}
+	}
+	if call == nil {
+		t.Fatalf("the Llama Guard endpoint was not asked (calls: %v)", lg.Calls())
+	}
+	if call.Method != "POST" || call.Path != "/v1/chat/completions" || call.Auth != "Bearer "+guardLlamaKey || call.Body["model"] != guardLlamaModel {
+		t.Errorf("Llama Guard request %s %s, Authorization %q, model %v; want POST /v1/chat/completions, Bearer %s, model %s (DECISIONS 9.1 GATEWAY_GUARD_LLAMA_GUARD_URL, _API_KEY, _MODEL)",
+			call.Method, call.Path, call.Auth, call.Body["model"], guardLlamaKey, guardLlamaModel)
+	}
+	if n := chatCalls(g.Local); n != 2 {
+		t.Errorf("the model backend received %d chat calls, want 2 (the safe and the audit request; the Llama Guard calls go to their own endpoint)", n)
+	}
+	tc, _ := g.get(t, "/v1/tenant/config", tokGuardBlock, "").JSON()["values"].(map[string]any)
+	if mustJSON(tc["content_guard_classifiers"]) != `["llama_guard"]` {
+		t.Errorf("content_guard_classifiers %s, want [\"llama_guard\"]", mustJSON(tc["content_guard_classifiers"]))
+	}
+}
+
+// ---- SIGHUP ----
+
+// TestContentGuardReload: SIGHUP reloads the rules file (a bad one keeps the
+// old rules, which keep working), and a token file reload that would bring
+// in a guarded tenant while no classifier is configured is refused.
+func TestContentGuardReload(t *testing.T) {
+	t.Parallel()
+	t.Run("rules file", func(t *testing.T) {
+		t.Parallel()
+		g, rules := guardStart(t, guardConf{rules: `{"categories": {"violence": {"terms": ["massacre"]}}}`}, nil)
+		chat := func(text string) *resp { return g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1(text)) }
+		wantBlocked(t, chat("a massacre one"), "violence", "the first rules")
+		wantStatus(t, chat("a heist one"), 200, "heist is not in the first rules")
+
+		writeFile(t, rules, `{"categories": {"illicit": {"terms": ["heist"]}}}`)
+		awaitReload(t, g, rulesReloadedMsg)
+		wantBlocked(t, chat("a heist two"), "illicit", "DECISIONS 9.1: SIGHUP reloads the rules file")
+		wantStatus(t, chat("a massacre two"), 200, "a term dropped by the reload no longer flags")
+
+		writeFile(t, rules, "{\"categories\": {\n  \"illicit\": {\"patterns\": [\"(unclosed\"]}\n}}\n")
+		awaitReload(t, g, rulesKeptMsg)
+		wantBlocked(t, chat("a heist three"), "illicit", "DECISIONS 9.1: a bad file keeps the old rules")
+		wantStatus(t, chat("a massacre three"), 200, "the old rules, not the first ones")
+		if l := logLines(g, rulesKeptMsg); len(l) == 0 || !strings.Contains(mustJSON(l[len(l)-1]), rules) ||
+			!strings.Contains(mustJSON(l[len(l)-1]), "patterns[0]") {
+			t.Errorf("the refused reload's log line %v does not name the file and the place", l)
+		}
+		if g.cmd.ProcessState != nil {
+			t.Fatalf("gatewayd exited after SIGHUP with a bad rules file")
+		}
+	})
+	t.Run("token file with a guarded tenant, no classifier", func(t *testing.T) {
+		t.Parallel()
+		g := start(t, func(s *setup) { s.Tokens = tokensWithOff() })
+		file := guardTokenFile()
+		writeFile(t, g.TokensPath, tokenFileJSON(file))
+		awaitReload(t, g, catalogKeptMsg)
+		if l := logLines(g, catalogKeptMsg); !strings.Contains(mustJSON(l[len(l)-1]), "gblock") && !strings.Contains(mustJSON(l[len(l)-1]), "gaudit") {
+			t.Errorf("the refused reload's log line %v does not name the guarded tenant", l[len(l)-1])
+		}
+		wantErr(t, g.get(t, "/v1/models", tokGuardAudit, ""), 401, "authentication_error", "invalid_authorization", "headers.authorization",
+			"DECISIONS 9.1, 3: the refused file is not loaded")
+		r := g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("a massacre"))
+		wantStatus(t, r, 200, "the old catalog is kept: the token is still gexplicit's, whose guard is off")
+	})
+}
+
+// TestContentGuardReloadForgetsOldVerdicts: once SIGHUP has reloaded the
+// rules ("content guard rules reloaded"), every request is judged by the new
+// rules, also a retry of content the old rules let through a moment before:
+// an operator who adds a term to stop an ongoing abuse expects it to take
+// effect at once, as a token file reload does.
+func TestContentGuardReloadForgetsOldVerdicts(t *testing.T) {
+	t.Skip("BUG: a verdict cached under the old rules (guard.Cached, 1 min) outlives a rules reload: a clean verdict for content the new rules flag keeps letting it through")
+	t.Parallel()
+	g, rules := guardStart(t, guardConf{rules: `{"categories": {"violence": {"terms": ["massacre"]}}}`}, nil)
+	body := guardV1("plan the heist")
+	wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", body), 200, "heist is not in the first rules")
+	writeFile(t, rules, `{"categories": {"illicit": {"terms": ["heist"]}}}`)
+	awaitReload(t, g, rulesReloadedMsg)
+	wantBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", body), "illicit",
+		"DECISIONS 9.1: SIGHUP reloads the rules; the same request after the reload is judged by the new rules")
+}

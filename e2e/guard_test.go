@@ -55,7 +55,7 @@ func guardTokenFile() map[string]any {
 // guardRules is the rules file of most guard tests (DECISIONS 9.1 format).
 const guardRules = `{
   "categories": {
-    "violence": {"terms": ["massacre"]},
+    "violence": {"terms": ["massacre", "exécution sommaire"]},
     "illicit":  {"terms": ["cook meth"], "patterns": ["(?i)\\bhotwire\\s+a\\s+car\\b"]},
     "hate":     {"terms": ["subhuman vermin"]}
   }
@@ -462,6 +462,35 @@ func TestContentGuardStartup(t *testing.T) {
 		}
 	})
 
+	// Bad classifier settings (DECISIONS 9.1 variables): the refusal names
+	// the variable. skip marks a known bug.
+	env := []struct {
+		name, skip string
+		vars       map[string]string
+	}{
+		{"GATEWAY_GUARD_TIMEOUT", "", map[string]string{"GATEWAY_GUARD_TIMEOUT": "0s", "GATEWAY_GUARD_MODERATION_URL": "http://127.0.0.1:9/v1"}},
+		{"GATEWAY_GUARD_MODERATION_URL", "", map[string]string{"GATEWAY_GUARD_MODERATION_URL": "moderation.example.com"}},
+		{"GATEWAY_GUARD_LLAMA_GUARD_URL", "", map[string]string{"GATEWAY_GUARD_LLAMA_GUARD_URL": "ftp://llama.example.com/v1"}},
+		{"GATEWAY_GUARD_THRESHOLD", "BUG: a threshold out of range is refused as GATEWAY_GUARD_MODERATION_URL's error, not GATEWAY_GUARD_THRESHOLD's",
+			map[string]string{"GATEWAY_GUARD_THRESHOLD": "1.5", "GATEWAY_GUARD_MODERATION_URL": "http://127.0.0.1:9/v1"}},
+	}
+	for _, c := range env {
+		t.Run("bad "+c.name, func(t *testing.T) {
+			if c.skip != "" {
+				t.Skip(c.skip)
+			}
+			t.Parallel()
+			vars := map[string]string{"GATEWAY_TOKENS_FILE": tokensWith(t, "gblock", "block"), "GATEWAY_LOCAL_URL": ""}
+			for k, v := range c.vars {
+				vars[k] = v
+			}
+			code, out := runToExit(t, vars)
+			if code <= 0 || !strings.Contains(out, c.name+":") {
+				t.Errorf("gatewayd with %v: exit %d, want a refusal to start naming %s\n%s", c.vars, code, c.name, tail(out, 800))
+			}
+		})
+	}
+
 	t.Run("off tenants need no classifier", func(t *testing.T) {
 		t.Parallel()
 		g := start(t, func(s *setup) { s.Tokens = tokensWithOff() })
@@ -525,6 +554,8 @@ func TestContentGuardBlock(t *testing.T) {
 			{"rules term", guardV1("tell me about the massacre at dawn"), "violence"},
 			{"rules term in upper case", guardV1("THE MASSACRE"), "violence"},
 			{"rules term in full-width letters (NFKC)", guardV1("the ｍａｓｓａｃｒｅ at dawn"), "violence"},
+			{"rules term decomposed (NFKC)", guardV1("une exe\u0301cution sommaire"), "violence"},
+			{"rules term with a zero-width space inside", guardV1("the mas\u200bsacre"), "violence"},
 			{"rules pattern", guardV1("how do I hotwire   a car"), "illicit"},
 			{"three categories, sorted", guardV1("subhuman vermin should cook meth before the massacre"), "hate,illicit,violence"},
 			{"moderation alone", guardV1("you are awful [mod:harassment=0.97]"), "harassment"},
@@ -1159,6 +1190,20 @@ func TestContentGuardReload(t *testing.T) {
 		if g.cmd.ProcessState != nil {
 			t.Fatalf("gatewayd exited after SIGHUP with a bad rules file")
 		}
+	})
+	t.Run("token file turns a tenant's guard on", func(t *testing.T) {
+		t.Parallel()
+		g, _ := guardStart(t, guardConf{rules: guardRules}, func(s *setup) { s.Tokens = tokensWithOff() })
+		wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("a massacre")), 200, "gexplicit's guard is off")
+		file := map[string]any{
+			"tenants": []any{map[string]any{"id": "goff"}, map[string]any{"id": "gexplicit", "settings": map[string]any{"content_guard": "block"}}},
+			"tokens": []any{map[string]any{"token": tokGuardOff, "tenant": "goff", "role": "member"},
+				map[string]any{"token": tokGuardBlock, "tenant": "gexplicit", "role": "member"}},
+		}
+		writeFile(t, g.TokensPath, tokenFileJSON(file))
+		awaitReload(t, g, "token catalog reloaded")
+		wantBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("another massacre")), "violence",
+			"DECISIONS 3, 9.1: content_guard is an operator key of the token file, re-read on SIGHUP")
 	})
 	t.Run("token file with a guarded tenant, no classifier", func(t *testing.T) {
 		t.Parallel()

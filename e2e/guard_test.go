@@ -167,13 +167,13 @@ func newGuardFake(t *testing.T, llama bool, delay time.Duration) *guardFake {
 }
 
 var (
-	modScoreRE = regexp.MustCompile(`\[mod:([a-z/-]+)=([0-9.]+)\]`)
-	modFlagRE  = regexp.MustCompile(`\[modflag:([a-z/-]+)\]`)
-	lgRE       = regexp.MustCompile(`\[lg:([A-Z0-9,]+)\]`)
+	guardModScoreRE = regexp.MustCompile(`\[mod:([a-z/-]+)=([0-9.]+)\]`)
+	guardModFlagRE  = regexp.MustCompile(`\[modflag:([a-z/-]+)\]`)
+	guardLlamaRE    = regexp.MustCompile(`\[lg:([A-Z0-9,]+)\]`)
 )
 
-// openAICategories are the category names of OpenAI's moderation answer.
-var openAICategories = []string{"harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent",
+// guardOpenAICategories are the category names of OpenAI's moderation answer.
+var guardOpenAICategories = []string{"harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent",
 	"self-harm", "self-harm/intent", "self-harm/instructions", "sexual", "sexual/minors", "violence", "violence/graphic"}
 
 func (f *guardFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -240,7 +240,7 @@ func (f *guardFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var answer any
 	if f.llama {
 		content := "safe"
-		if m := lgRE.FindStringSubmatch(all); m != nil {
+		if m := guardLlamaRE.FindStringSubmatch(all); m != nil {
 			content = "unsafe\n" + m[1]
 		}
 		answer = map[string]any{"id": "chatcmpl-llamaguard", "object": "chat.completion", "created": 1700000000, "model": c.Body["model"],
@@ -253,7 +253,7 @@ func (f *guardFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		results := []any{}
 		for _, text := range texts {
-			results = append(results, moderationResult(text))
+			results = append(results, guardModerationResult(text))
 		}
 		answer = map[string]any{"id": "modr-guardfake", "model": guardModModel, "results": results}
 	}
@@ -261,18 +261,18 @@ func (f *guardFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(answer)
 }
 
-// moderationResult is OpenAI's moderation result for text: every category
+// guardModerationResult is OpenAI's moderation result for text: every category
 // false with a low score, except what text's markers say.
-func moderationResult(text string) map[string]any {
+func guardModerationResult(text string) map[string]any {
 	cats, scores := map[string]bool{}, map[string]float64{}
-	for _, c := range openAICategories {
+	for _, c := range guardOpenAICategories {
 		cats[c], scores[c] = false, 0.0001
 	}
-	for _, m := range modScoreRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range guardModScoreRE.FindAllStringSubmatch(text, -1) {
 		scores[m[1]], _ = strconv.ParseFloat(m[2], 64)
 	}
 	flagged := false
-	for _, m := range modFlagRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range guardModFlagRE.FindAllStringSubmatch(text, -1) {
 		cats[m[1]], flagged = true, true
 	}
 	return map[string]any{"flagged": flagged, "categories": cats, "category_scores": scores}
@@ -300,15 +300,15 @@ func (f *guardFake) callsWith(s string) int {
 
 // The messages of the content guard's log lines (issue 14; internal/preflight).
 const (
-	guardFlaggedMsg  = "content guard flagged the request"
-	guardLetThruMsg  = "content guard could not classify the request: let through"
-	rulesReloadedMsg = "content guard rules reloaded"
-	rulesKeptMsg     = "content guard rules reload failed; keeping the old rules"
-	catalogKeptMsg   = "token catalog reload failed; keeping the old catalog"
+	guardFlaggedMsg       = "content guard flagged the request"
+	guardLetThruMsg       = "content guard could not classify the request: let through"
+	guardRulesReloadedMsg = "content guard rules reloaded"
+	guardRulesKeptMsg     = "content guard rules reload failed; keeping the old rules"
+	guardCatalogKeptMsg   = "token catalog reload failed; keeping the old catalog"
 )
 
-// logLines returns gatewayd's JSON log lines whose msg is msg.
-func logLines(g *gw, msg string) []map[string]any {
+// guardLogLines returns gatewayd's JSON log lines whose msg is msg.
+func guardLogLines(g *gw, msg string) []map[string]any {
 	var out []map[string]any
 	for _, line := range strings.Split(g.stderr.String(), "\n") {
 		if !strings.HasPrefix(line, "{") {
@@ -322,10 +322,10 @@ func logLines(g *gw, msg string) []map[string]any {
 	return out
 }
 
-// linesFor returns the log lines with msg of request id.
-func linesFor(g *gw, msg, id string) []map[string]any {
+// guardLinesFor returns the log lines with msg of request id.
+func guardLinesFor(g *gw, msg, id string) []map[string]any {
 	var out []map[string]any
-	for _, m := range logLines(g, msg) {
+	for _, m := range guardLogLines(g, msg) {
 		if m["request_id"] == id {
 			out = append(out, m)
 		}
@@ -333,12 +333,12 @@ func linesFor(g *gw, msg, id string) []map[string]any {
 	return out
 }
 
-// awaitLine waits (5 s at most) for a log line with msg of request id and
+// guardAwaitLine waits (10 s at most) for a log line with msg of request id and
 // returns it, or nil after reporting its absence.
-func awaitLine(t *testing.T, g *gw, msg, id, ref string) map[string]any {
+func guardAwaitLine(t *testing.T, g *gw, msg, id, ref string) map[string]any {
 	t.Helper()
 	var found []map[string]any
-	waitFor(5*time.Second, func() bool { found = linesFor(g, msg, id); return len(found) > 0 })
+	waitFor(10*time.Second, func() bool { found = guardLinesFor(g, msg, id); return len(found) > 0 })
 	if len(found) == 0 {
 		t.Errorf("no log line %q with request_id %s [%s]\nlog tail:\n%s", msg, id, ref, tail(g.stderr.String(), 1500))
 		return nil
@@ -346,30 +346,30 @@ func awaitLine(t *testing.T, g *gw, msg, id, ref string) map[string]any {
 	return found[0]
 }
 
-// awaitReload sends SIGHUP and waits for one more log line with msg.
-func awaitReload(t *testing.T, g *gw, msg string) {
+// guardAwaitReload sends SIGHUP and waits for one more log line with msg.
+func guardAwaitReload(t *testing.T, g *gw, msg string) {
 	t.Helper()
-	before := len(logLines(g, msg))
+	before := len(guardLogLines(g, msg))
 	g.Signal(syscall.SIGHUP)
-	if !waitFor(5*time.Second, func() bool { return len(logLines(g, msg)) > before }) {
+	if !waitFor(5*time.Second, func() bool { return len(guardLogLines(g, msg)) > before }) {
 		t.Fatalf("gatewayd did not log %q after SIGHUP (DECISIONS 9.1, 3):\n%s", msg, tail(g.stderr.String(), 1500))
 	}
 }
 
 // ---- requests ----
 
-// upstreamChats counts the chat calls of g's three upstream fakes.
-func upstreamChats(g *gw) int {
+// guardUpstreamChats counts the chat calls of g's three upstream fakes.
+func guardUpstreamChats(g *gw) int {
 	return chatCalls(g.Local) + chatCalls(g.CloudA) + chatCalls(g.CloudB)
 }
 
-// reqID is the X-Request-Id header id (echoed, DECISIONS 5), so that a
+// guardReqID is the X-Request-Id header id (echoed, DECISIONS 5), so that a
 // request's log lines can be found.
-func reqID(id string) H { return H{"X-Request-Id": id} }
+func guardReqID(id string) H { return H{"X-Request-Id": id} }
 
-// wantBlocked checks a content_blocked answer (spec Codes: 422
+// wantGuardBlocked checks a content_blocked answer (spec Codes: 422
 // invalid_request_error, param the flagged categories, sorted, comma-separated).
-func wantBlocked(t *testing.T, r *resp, param, ref string) bool {
+func wantGuardBlocked(t *testing.T, r *resp, param, ref string) bool {
 	t.Helper()
 	return wantErr(t, r, 422, "invalid_request_error", "content_blocked", param, "spec Codes content_blocked; DECISIONS 9.1; "+ref)
 }
@@ -493,7 +493,7 @@ func TestContentGuardStartup(t *testing.T) {
 
 	t.Run("off tenants need no classifier", func(t *testing.T) {
 		t.Parallel()
-		g := start(t, func(s *setup) { s.Tokens = tokensWithOff() })
+		g := start(t, func(s *setup) { s.Tokens = guardOffTokens() })
 		for _, tok := range []string{tokGuardOff, tokGuardBlock} {
 			wantStatus(t, g.post(t, "/v1/chat/completions", tok, "", guardV1("tell me about the massacre")), 200,
 				"DECISIONS 9.1: content_guard off (the default, or written out) classifies nothing")
@@ -507,9 +507,9 @@ func TestContentGuardStartup(t *testing.T) {
 	})
 }
 
-// tokensWithOff is a token file with goff (no settings) and gexplicit
+// guardOffTokens is a token file with goff (no settings) and gexplicit
 // (content_guard written out as "off"); tokGuardBlock is gexplicit's.
-func tokensWithOff() string {
+func guardOffTokens() string {
 	return tokenFileJSON(map[string]any{
 		"tenants": []any{map[string]any{"id": "goff"}, map[string]any{"id": "gexplicit", "settings": map[string]any{"content_guard": "off"}}},
 		"tokens": []any{map[string]any{"token": tokGuardOff, "tenant": "goff", "role": "member"},
@@ -534,10 +534,10 @@ func TestContentGuardBlock(t *testing.T) {
 	// that no upstream saw a chat call meanwhile.
 	blocked := func(t *testing.T, r func() *resp, param, ref string) *resp {
 		t.Helper()
-		before := upstreamChats(g)
+		before := guardUpstreamChats(g)
 		res := r()
-		wantBlocked(t, res, param, ref)
-		if n := upstreamChats(g) - before; n != 0 {
+		wantGuardBlocked(t, res, param, ref)
+		if n := guardUpstreamChats(g) - before; n != 0 {
 			t.Errorf("%s: the upstream received %d chat calls, want 0 (DECISIONS 9.1: block answers before any upstream call)", res.req, n)
 		}
 		return res
@@ -739,10 +739,10 @@ type guardLineWant struct {
 	tenant, user, route, categories, classifier, id string
 }
 
-// checkAuditLine checks the one flagged line of request w.id.
-func checkAuditLine(t *testing.T, g *gw, w guardLineWant) {
+// guardCheckAuditLine checks the one flagged line of request w.id.
+func guardCheckAuditLine(t *testing.T, g *gw, w guardLineWant) {
 	t.Helper()
-	line := awaitLine(t, g, guardFlaggedMsg, w.id, "issue 14: a flagged audit request writes one structured line")
+	line := guardAwaitLine(t, g, guardFlaggedMsg, w.id, "issue 14: a flagged audit request writes one structured line")
 	if line == nil {
 		return
 	}
@@ -769,7 +769,7 @@ func checkAuditLine(t *testing.T, g *gw, w guardLineWant) {
 	}
 	// ONE line: wait a moment for a duplicate written late
 	time.Sleep(50 * time.Millisecond)
-	if n := len(linesFor(g, guardFlaggedMsg, w.id)); n != 1 {
+	if n := len(guardLinesFor(g, guardFlaggedMsg, w.id)); n != 1 {
 		t.Errorf("request %s wrote %d %q lines, want 1", w.id, n, guardFlaggedMsg)
 	}
 }
@@ -790,9 +790,9 @@ func TestContentGuardAudit(t *testing.T) {
 		body := map[string]any{"model": "lm-4-scout-local", "temperature": 0.2, "messages": []any{
 			map[string]any{"role": "system", "content": "Be brief."},
 			map[string]any{"role": "user", "content": "the massacre at Quillbridge"}}}
-		wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardOff, "alice", body, reqID("guard-off-v1")), 200, "off tenant")
+		wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardOff, "alice", body, guardReqID("guard-off-v1")), 200, "off tenant")
 		offBody := lastBody(t, g.Local, "/chat/completions")
-		r := g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "alice", body, reqID("guard-audit-v1"))
+		r := g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "alice", body, guardReqID("guard-audit-v1"))
 		if !wantStatus(t, r, 200, "DECISIONS 9.1: audit lets the request through") {
 			return
 		}
@@ -802,8 +802,8 @@ func TestContentGuardAudit(t *testing.T) {
 		if m := r.JSON(); m["object"] != "chat.completion" {
 			t.Errorf("audit answer %s, want the upstream's chat.completion", truncate(string(r.Body), 300))
 		}
-		checkAuditLine(t, g, guardLineWant{"gaudit", "alice", "/v1/chat/completions", "violence", "rules", "guard-audit-v1"})
-		if n := len(linesFor(g, guardFlaggedMsg, "guard-off-v1")); n != 0 {
+		guardCheckAuditLine(t, g, guardLineWant{"gaudit", "alice", "/v1/chat/completions", "violence", "rules", "guard-audit-v1"})
+		if n := len(guardLinesFor(g, guardFlaggedMsg, "guard-off-v1")); n != 0 {
 			t.Errorf("an off tenant's request wrote %d flagged lines, want 0", n)
 		}
 	})
@@ -811,26 +811,26 @@ func TestContentGuardAudit(t *testing.T) {
 	t.Run("/v1/chat/completions: chain and cache", func(t *testing.T) {
 		body := guardV1("the massacre by Varnholt [mod:harassment=0.9]")
 		for _, id := range []string{"guard-audit-chain-1", "guard-audit-chain-2"} {
-			wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", body, reqID(id)), 200, "audit")
-			checkAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "harassment,violence", "moderation,rules", id})
+			wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", body, guardReqID(id)), 200, "audit")
+			guardCheckAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "harassment,violence", "moderation,rules", id})
 		}
 		if n := mod.callsWith("Varnholt"); n != 1 {
 			t.Errorf("the moderation endpoint was asked %d times about the same content, want 1 (issue 14: verdicts are cached by content digest)", n)
 		}
 		id := "guard-audit-clean-v1"
 		clean = append(clean, id)
-		wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("a harmless question"), reqID(id)), 200, "clean")
+		wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("a harmless question"), guardReqID(id)), 200, "clean")
 	})
 
 	t.Run("/c1/chat: the new message only", func(t *testing.T) {
 		const u = "alice"
 		b := guardC1("what happened in the massacre at Ostwick?")
-		r := g.do(t, "POST", "/c1/chat", tokGuardAudit, u, b, reqID("guard-audit-c1-1"))
+		r := g.do(t, "POST", "/c1/chat", tokGuardAudit, u, b, guardReqID("guard-audit-c1-1"))
 		if !wantStatus(t, r, 200, "DECISIONS 9.1: audit lets /c1 through") {
 			return
 		}
 		id := convID(t, r)
-		checkAuditLine(t, g, guardLineWant{"gaudit", u, "/c1/chat", "violence", "rules", "guard-audit-c1-1"})
+		guardCheckAuditLine(t, g, guardLineWant{"gaudit", u, "/c1/chat", "violence", "rules", "guard-audit-c1-1"})
 		if _, h := history(t, g, tokGuardAudit, u, id); len(h) != 2 || textOf(h[0]) != "what happened in the massacre at Ostwick?" {
 			t.Errorf("the audit turn stored %v, want the user message as sent and the reply", roles(h))
 		}
@@ -838,7 +838,7 @@ func TestContentGuardAudit(t *testing.T) {
 		b = guardC1("and afterwards?")
 		b["conversation_id"] = id
 		clean = append(clean, "guard-audit-c1-2")
-		wantStatus(t, g.do(t, "POST", "/c1/chat", tokGuardAudit, u, b, reqID("guard-audit-c1-2")), 200, "clean turn")
+		wantStatus(t, g.do(t, "POST", "/c1/chat", tokGuardAudit, u, b, guardReqID("guard-audit-c1-2")), 200, "clean turn")
 		if up := messagesOf(lastBody(t, g.Local, "/chat/completions")); !strings.Contains(mustJSON(up), "Ostwick") {
 			t.Errorf("turn 2 upstream lacks the stored turn 1: %v", roles(up))
 		}
@@ -851,25 +851,25 @@ func TestContentGuardAudit(t *testing.T) {
 	})
 
 	t.Run("/a1/agents/{name}/chat", func(t *testing.T) {
-		r := g.do(t, "POST", "/a1/agents/guarded/chat", tokGuardAudit, "bob", userChat("describe the massacre at Pellucid"), reqID("guard-audit-agent"))
+		r := g.do(t, "POST", "/a1/agents/guarded/chat", tokGuardAudit, "bob", userChat("describe the massacre at Pellucid"), guardReqID("guard-audit-agent"))
 		if wantStatus(t, r, 200, "DECISIONS 9.1: audit lets agent chat through") && !strings.Contains(mustJSON(messagesOf(lastBody(t, g.Local, "/chat/completions"))), "massacre at Pellucid") {
 			t.Errorf("the agent's upstream call lacks the user's message")
 		}
-		checkAuditLine(t, g, guardLineWant{"gaudit", "bob", "/a1/agents/:name/chat", "violence", "rules", "guard-audit-agent"})
+		guardCheckAuditLine(t, g, guardLineWant{"gaudit", "bob", "/a1/agents/:name/chat", "violence", "rules", "guard-audit-agent"})
 	})
 
 	t.Run("/a1/agents/{name}/sessions/{sid}/messages", func(t *testing.T) {
 		const u = "bob"
 		sid := str(a1Must(t, g.post(t, "/a1/agents/guarded/sessions", tokGuardAudit, u, map[string]any{})).JSON()["id"])
 		path := "/a1/agents/guarded/sessions/" + sid
-		r := g.do(t, "POST", path+"/messages", tokGuardAudit, u, map[string]any{"message": "the massacre at Tarnwick"}, reqID("guard-audit-session-1"))
+		r := g.do(t, "POST", path+"/messages", tokGuardAudit, u, map[string]any{"message": "the massacre at Tarnwick"}, guardReqID("guard-audit-session-1"))
 		wantStatus(t, r, 200, "DECISIONS 9.1: audit lets session messages through")
-		checkAuditLine(t, g, guardLineWant{"gaudit", u, "/a1/agents/:name/sessions/:sid/messages", "violence", "rules", "guard-audit-session-1"})
+		guardCheckAuditLine(t, g, guardLineWant{"gaudit", u, "/a1/agents/:name/sessions/:sid/messages", "violence", "rules", "guard-audit-session-1"})
 		if s := a1Must(t, g.get(t, path, tokGuardAudit, u)).JSON(); !strings.Contains(mustJSON(s["messages"]), "massacre at Tarnwick") {
 			t.Errorf("the audit session message was not stored: %s", mustJSON(s["messages"]))
 		}
 		clean = append(clean, "guard-audit-session-2")
-		wantStatus(t, g.do(t, "POST", path+"/messages", tokGuardAudit, u, map[string]any{"message": "go on please"}, reqID("guard-audit-session-2")), 200, "clean message")
+		wantStatus(t, g.do(t, "POST", path+"/messages", tokGuardAudit, u, map[string]any{"message": "go on please"}, guardReqID("guard-audit-session-2")), 200, "clean message")
 		waitFor(2*time.Second, func() bool { return mod.callsWith("go on please") > 0 })
 		for _, c := range mod.Calls() {
 			if all := strings.Join(c.Texts, "\n"); strings.Contains(all, "go on please") && strings.Contains(all, "Tarnwick") {
@@ -880,11 +880,11 @@ func TestContentGuardAudit(t *testing.T) {
 
 	// The clean requests' classifications started before this last flagged
 	// request's; once its line is there, a line of theirs would be too.
-	wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("a massacre, lastly"), reqID("guard-audit-last")), 200, "audit")
-	checkAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "violence", "rules", "guard-audit-last"})
+	wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("a massacre, lastly"), guardReqID("guard-audit-last")), 200, "audit")
+	guardCheckAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "violence", "rules", "guard-audit-last"})
 	logs := g.stderr.String()
 	for _, id := range clean {
-		if n := len(linesFor(g, guardFlaggedMsg, id)); n != 0 {
+		if n := len(guardLinesFor(g, guardFlaggedMsg, id)); n != 0 {
 			t.Errorf("clean request %s wrote %d flagged lines, want 0 (issue 14: only a flagged request is logged)", id, n)
 		}
 	}
@@ -949,7 +949,7 @@ func TestContentGuardAuditAddsNoLatency(t *testing.T) {
 					c.name, status, took, guardSlow)
 			}
 			// the classifier did answer, later, and the line was written then
-			if line := awaitLine(t, g, guardFlaggedMsg, id, "issue 14: audit"); line != nil && line["categories"] != "violence" {
+			if line := guardAwaitLine(t, g, guardFlaggedMsg, id, "issue 14: audit"); line != nil && line["categories"] != "violence" {
 				t.Errorf("audit line categories %v, want violence", line["categories"])
 			}
 		})
@@ -983,7 +983,7 @@ func TestContentGuardClassifierFailure(t *testing.T) {
 	const ref = "DECISIONS 9.1: a block tenant whose guard cannot answer gets 503 upstream_unavailable"
 	for _, c := range []struct{ name, marker string }{{"answers 500", "[fake-500]"}, {"hangs past GATEWAY_GUARD_TIMEOUT", "[fake-hang]"}} {
 		t.Run(c.name, func(t *testing.T) {
-			before := upstreamChats(g)
+			before := guardUpstreamChats(g)
 			begin := time.Now()
 			r := g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("a clean question "+c.marker))
 			if took := time.Since(begin); took > 3*time.Second {
@@ -993,17 +993,17 @@ func TestContentGuardClassifierFailure(t *testing.T) {
 				!strings.Contains(strings.ToLower(str(r.JSON()["error"].(map[string]any)["message"])), "content guard") {
 				t.Errorf("503 message %q does not say the content guard could not answer (issue 14)", r.JSON()["error"].(map[string]any)["message"])
 			}
-			if n := upstreamChats(g) - before; n != 0 {
+			if n := guardUpstreamChats(g) - before; n != 0 {
 				t.Errorf("a block request whose classifier failed reached the upstream %d times, want 0 (fails closed)", n)
 			}
 			// rules flag what the failed moderation could not see: flagged by any is flagged
 			blocked := g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("a massacre "+c.marker))
-			wantBlocked(t, blocked, "violence", "flagged by any is flagged, even beside a failed classifier")
+			wantGuardBlocked(t, blocked, "violence", "flagged by any is flagged, even beside a failed classifier")
 
 			id := "guard-fail-audit-" + strings.Trim(c.marker, "[]")
-			wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "alice", guardV1("an audited question "+c.marker), reqID(id)), 200,
+			wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "alice", guardV1("an audited question "+c.marker), guardReqID(id)), 200,
 				"DECISIONS 9.1: an audit tenant is let through")
-			if line := awaitLine(t, g, guardLetThruMsg, id, "issue 14: an audit tenant fails open and logs it"); line != nil {
+			if line := guardAwaitLine(t, g, guardLetThruMsg, id, "issue 14: an audit tenant fails open and logs it"); line != nil {
 				if line["tenant"] != "gaudit" || line["mode"] != "audit" || line["route"] != "/v1/chat/completions" {
 					t.Errorf("failure line %v, want tenant gaudit, mode audit, route /v1/chat/completions", line)
 				}
@@ -1092,7 +1092,7 @@ func TestContentGuardModeration(t *testing.T) {
 				if c.param == "" {
 					wantStatus(t, r, 200, "DECISIONS 9.1: flagged when categories[c] is true or category_scores[c] >= GATEWAY_GUARD_THRESHOLD")
 				} else {
-					wantBlocked(t, r, c.param, c.name)
+					wantGuardBlocked(t, r, c.param, c.name)
 				}
 			})
 		}
@@ -1103,7 +1103,7 @@ func TestContentGuardModeration(t *testing.T) {
 			for range 2 {
 				r := g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1(c.text))
 				if c.param != "" {
-					wantBlocked(t, r, c.param, "a retry")
+					wantGuardBlocked(t, r, c.param, "a retry")
 				} else {
 					wantStatus(t, r, 200, "a retry")
 				}
@@ -1131,12 +1131,12 @@ func TestContentGuardLlamaGuard(t *testing.T) {
 	t.Parallel()
 	lg := newGuardFake(t, true, 0)
 	g, _ := guardStart(t, guardConf{llamaGuard: lg}, nil)
-	wantBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("Foxtrot [lg:S1,S10]")), "hate,illicit/violent",
+	wantGuardBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("Foxtrot [lg:S1,S10]")), "hate,illicit/violent",
 		"DECISIONS 9.1: unsafe\\nS1,S10 maps S-codes to category names by the documented table")
-	wantBlocked(t, c1(t, g, tokGuardBlock, "u", guardC1("Golf [lg:S2]")), "illicit", "S2 on /c1")
+	wantGuardBlocked(t, c1(t, g, tokGuardBlock, "u", guardC1("Golf [lg:S2]")), "illicit", "S2 on /c1")
 	wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("Hotel is safe")), 200, "safe")
-	wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("India [lg:S10]"), reqID("guard-llama-audit")), 200, "audit")
-	checkAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "hate", "llama_guard", "guard-llama-audit"})
+	wantStatus(t, g.do(t, "POST", "/v1/chat/completions", tokGuardAudit, "", guardV1("India [lg:S10]"), guardReqID("guard-llama-audit")), 200, "audit")
+	guardCheckAuditLine(t, g, guardLineWant{"gaudit", "", "/v1/chat/completions", "hate", "llama_guard", "guard-llama-audit"})
 
 	var call *guardCall
 	for _, c := range lg.Calls() {
@@ -1171,19 +1171,19 @@ func TestContentGuardReload(t *testing.T) {
 		t.Parallel()
 		g, rules := guardStart(t, guardConf{rules: `{"categories": {"violence": {"terms": ["massacre"]}}}`}, nil)
 		chat := func(text string) *resp { return g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1(text)) }
-		wantBlocked(t, chat("a massacre one"), "violence", "the first rules")
+		wantGuardBlocked(t, chat("a massacre one"), "violence", "the first rules")
 		wantStatus(t, chat("a heist one"), 200, "heist is not in the first rules")
 
 		writeFile(t, rules, `{"categories": {"illicit": {"terms": ["heist"]}}}`)
-		awaitReload(t, g, rulesReloadedMsg)
-		wantBlocked(t, chat("a heist two"), "illicit", "DECISIONS 9.1: SIGHUP reloads the rules file")
+		guardAwaitReload(t, g, guardRulesReloadedMsg)
+		wantGuardBlocked(t, chat("a heist two"), "illicit", "DECISIONS 9.1: SIGHUP reloads the rules file")
 		wantStatus(t, chat("a massacre two"), 200, "a term dropped by the reload no longer flags")
 
 		writeFile(t, rules, "{\"categories\": {\n  \"illicit\": {\"patterns\": [\"(unclosed\"]}\n}}\n")
-		awaitReload(t, g, rulesKeptMsg)
-		wantBlocked(t, chat("a heist three"), "illicit", "DECISIONS 9.1: a bad file keeps the old rules")
+		guardAwaitReload(t, g, guardRulesKeptMsg)
+		wantGuardBlocked(t, chat("a heist three"), "illicit", "DECISIONS 9.1: a bad file keeps the old rules")
 		wantStatus(t, chat("a massacre three"), 200, "the old rules, not the first ones")
-		if l := logLines(g, rulesKeptMsg); len(l) == 0 || !strings.Contains(mustJSON(l[len(l)-1]), rules) ||
+		if l := guardLogLines(g, guardRulesKeptMsg); len(l) == 0 || !strings.Contains(mustJSON(l[len(l)-1]), rules) ||
 			!strings.Contains(mustJSON(l[len(l)-1]), "patterns[0]") {
 			t.Errorf("the refused reload's log line %v does not name the file and the place", l)
 		}
@@ -1193,7 +1193,7 @@ func TestContentGuardReload(t *testing.T) {
 	})
 	t.Run("token file turns a tenant's guard on", func(t *testing.T) {
 		t.Parallel()
-		g, _ := guardStart(t, guardConf{rules: guardRules}, func(s *setup) { s.Tokens = tokensWithOff() })
+		g, _ := guardStart(t, guardConf{rules: guardRules}, func(s *setup) { s.Tokens = guardOffTokens() })
 		wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("a massacre")), 200, "gexplicit's guard is off")
 		file := map[string]any{
 			"tenants": []any{map[string]any{"id": "goff"}, map[string]any{"id": "gexplicit", "settings": map[string]any{"content_guard": "block"}}},
@@ -1201,17 +1201,17 @@ func TestContentGuardReload(t *testing.T) {
 				map[string]any{"token": tokGuardBlock, "tenant": "gexplicit", "role": "member"}},
 		}
 		writeFile(t, g.TokensPath, tokenFileJSON(file))
-		awaitReload(t, g, "token catalog reloaded")
-		wantBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("another massacre")), "violence",
+		guardAwaitReload(t, g, "token catalog reloaded")
+		wantGuardBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", guardV1("another massacre")), "violence",
 			"DECISIONS 3, 9.1: content_guard is an operator key of the token file, re-read on SIGHUP")
 	})
 	t.Run("token file with a guarded tenant, no classifier", func(t *testing.T) {
 		t.Parallel()
-		g := start(t, func(s *setup) { s.Tokens = tokensWithOff() })
+		g := start(t, func(s *setup) { s.Tokens = guardOffTokens() })
 		file := guardTokenFile()
 		writeFile(t, g.TokensPath, tokenFileJSON(file))
-		awaitReload(t, g, catalogKeptMsg)
-		if l := logLines(g, catalogKeptMsg); !strings.Contains(mustJSON(l[len(l)-1]), "gblock") && !strings.Contains(mustJSON(l[len(l)-1]), "gaudit") {
+		guardAwaitReload(t, g, guardCatalogKeptMsg)
+		if l := guardLogLines(g, guardCatalogKeptMsg); !strings.Contains(mustJSON(l[len(l)-1]), "gblock") && !strings.Contains(mustJSON(l[len(l)-1]), "gaudit") {
 			t.Errorf("the refused reload's log line %v does not name the guarded tenant", l[len(l)-1])
 		}
 		wantErr(t, g.get(t, "/v1/models", tokGuardAudit, ""), 401, "authentication_error", "invalid_authorization", "headers.authorization",
@@ -1233,7 +1233,7 @@ func TestContentGuardReloadForgetsOldVerdicts(t *testing.T) {
 	body := guardV1("plan the heist")
 	wantStatus(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", body), 200, "heist is not in the first rules")
 	writeFile(t, rules, `{"categories": {"illicit": {"terms": ["heist"]}}}`)
-	awaitReload(t, g, rulesReloadedMsg)
-	wantBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", body), "illicit",
+	guardAwaitReload(t, g, guardRulesReloadedMsg)
+	wantGuardBlocked(t, g.post(t, "/v1/chat/completions", tokGuardBlock, "", body), "illicit",
 		"DECISIONS 9.1: SIGHUP reloads the rules; the same request after the reload is judged by the new rules")
 }

@@ -30,6 +30,7 @@ const (
 	tokGuardAudit = "guard-audit-token-00002" // member of gaudit (content_guard audit)
 	tokGuardOff   = "guard-off-token-0000003" // member of goff (no content_guard: off)
 	tokGuardQuota = "guard-quota-token-00004" // member of gquota (block, lm-4-scout-local 1 request a day)
+	tokGuardDocs  = "guard-docs-token-000005" // member of gdocs (block, c1_cloud_doc_consent)
 )
 
 // guardTokenFile is a token file with one tenant per content_guard mode
@@ -42,12 +43,14 @@ func guardTokenFile() map[string]any {
 			map[string]any{"id": "goff"},
 			map[string]any{"id": "gquota", "settings": map[string]any{"content_guard": "block"},
 				"quotas": map[string]any{"lm-4-scout-local": map[string]any{"requests_per_day": 1}}},
+			map[string]any{"id": "gdocs", "settings": map[string]any{"content_guard": "block", "c1_cloud_doc_consent": true}},
 		},
 		"tokens": []any{
 			map[string]any{"token": tokGuardBlock, "tenant": "gblock", "role": "member"},
 			map[string]any{"token": tokGuardAudit, "tenant": "gaudit", "role": "member"},
 			map[string]any{"token": tokGuardOff, "tenant": "goff", "role": "member"},
 			map[string]any{"token": tokGuardQuota, "tenant": "gquota", "role": "member"},
+			map[string]any{"token": tokGuardDocs, "tenant": "gdocs", "role": "member"},
 		},
 	}
 }
@@ -697,6 +700,21 @@ func TestContentGuardBlock(t *testing.T) {
 			"issue 14: no quota is charged for a blocked request (requests_per_day 1 is still there)")
 		wantErr(t, g.post(t, "/v1/chat/completions", tokGuardQuota, "", guardV1("hello again")), 429, "rate_limit_error", "model_quota_exhausted", noParam,
 			"the quota is real: the second clean request is over requests_per_day 1")
+	})
+
+	t.Run("no consent grant stored", func(t *testing.T) {
+		// A blocked request's GW-Cloud-Consent ;persist is not stored: the
+		// same document without the header still needs consent afterwards.
+		doc := map[string]any{"kind": "document", "doc_name": "plan.txt", "content": "a harmless plan"}
+		hash := "sha256:" + sha256Hex("a harmless plan")
+		body := func(msg string) map[string]any {
+			return map[string]any{"model": "lm-4-scout-cloudA", "messages": []any{user(msg)}, "attachments": []any{doc}}
+		}
+		blocked(t, func() *resp {
+			return g.do(t, "POST", "/v1/chat/completions", tokGuardDocs, "", body("the massacre plan"), H{"GW-Cloud-Consent": hash + ";persist"})
+		}, "violence", "a flagged message with a consented document")
+		wantErr(t, g.post(t, "/v1/chat/completions", tokGuardDocs, "", body("summarise")), 409, "conflict_error", "cloud_consent_required", anyParam,
+			"issue 14: nothing is persisted on block, not even the consent grant of the blocked request")
 	})
 
 	t.Run("tenant config", func(t *testing.T) {

@@ -925,66 +925,71 @@ func TestContentGuardAuditAddsNoLatency(t *testing.T) {
 	mod := newGuardFake(t, false, guardSlow)
 	g, _ := guardStart(t, guardConf{moderation: mod, timeout: "20s"}, nil)
 	sid := str(a1Must(t, g.post(t, "/a1/agents/guarded/sessions", tokGuardAudit, "alice", map[string]any{})).JSON()["id"])
-	// firstByte sends a streamed request and returns the status and how long
-	// the response headers took (gatewayd sends them with the first byte).
-	firstByte := func(t *testing.T, token, user, path string, body map[string]any, id string) (int, time.Duration) {
-		t.Helper()
-		body["stream"] = true
-		req, _ := http.NewRequest("POST", g.Base+path, strings.NewReader(mustJSON(body)))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Request-Id", id)
-		if user != "" {
-			req.Header.Set("GW-User-Id", user)
-		}
-		begin := time.Now()
-		res, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("POST %s: %v", path, err)
-		}
-		took := time.Since(begin)
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		return res.StatusCode, took
-	}
 	flagged := " [fake-slow] [modflag:violence]"
-	audit := []struct {
-		name, path, user string
-		body             map[string]any
-	}{
-		{"/v1/chat/completions", "/v1/chat/completions", "", guardV1("first" + flagged)},
-		{"/c1/chat", "/c1/chat", "alice", map[string]any{"message": "second" + flagged, "model": "lm-4-scout-local"}},
-		{"/a1/agents/{name}/chat", "/a1/agents/guarded/chat", "", userChat("third" + flagged)},
-		{"/a1/agents/{name}/sessions/{sid}/messages", "/a1/agents/guarded/sessions/" + sid + "/messages", "alice", map[string]any{"message": "fourth" + flagged}},
+	type call struct {
+		name, token, user, path string
+		body                    map[string]any
+		status                  int // the answer's
+		audit                   bool
+		// outcome
+		id   string
+		got  int
+		took time.Duration
+		err  error
 	}
-	for i, c := range audit {
-		t.Run("audit "+c.name, func(t *testing.T) {
-			t.Parallel()
-			id := "guard-latency-audit-" + strconv.Itoa(i)
-			status, took := firstByte(t, tokGuardAudit, c.user, c.path, c.body, id)
-			if status != 200 || took > guardSlow/3 {
-				t.Errorf("audit %s: status %d after %v, want 200 well before the classifier's %v (issue 14: the classification runs alongside the upstream call, so that it adds no latency)",
-					c.name, status, took, guardSlow)
+	calls := []*call{
+		{name: "audit /v1/chat/completions", token: tokGuardAudit, path: "/v1/chat/completions", body: guardV1("first" + flagged), status: 200, audit: true},
+		{name: "audit /c1/chat", token: tokGuardAudit, user: "alice", path: "/c1/chat",
+			body: map[string]any{"message": "second" + flagged, "model": "lm-4-scout-local"}, status: 200, audit: true},
+		{name: "audit /a1/agents/{name}/chat", token: tokGuardAudit, path: "/a1/agents/guarded/chat", body: userChat("third" + flagged), status: 200, audit: true},
+		{name: "audit /a1/agents/{name}/sessions/{sid}/messages", token: tokGuardAudit, user: "alice", path: "/a1/agents/guarded/sessions/" + sid + "/messages",
+			body: map[string]any{"message": "fourth" + flagged}, status: 200, audit: true},
+		{name: "block, clean", token: tokGuardBlock, path: "/v1/chat/completions", body: guardV1("fifth [fake-slow]"), status: 200},
+		{name: "block, flagged", token: tokGuardBlock, path: "/v1/chat/completions", body: guardV1("sixth" + flagged), status: 422},
+	}
+	// All at once, each streamed, timed to its response headers (gatewayd
+	// sends them with the first byte): one classifier delay in all.
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		c.id = "guard-latency-" + strconv.Itoa(i)
+		c.body["stream"] = true
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", g.Base+c.path, strings.NewReader(mustJSON(c.body)))
+			req.Header.Set("Authorization", "Bearer "+c.token)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Request-Id", c.id)
+			if c.user != "" {
+				req.Header.Set("GW-User-Id", c.user)
 			}
+			begin := time.Now()
+			res, err := client.Do(req)
+			if err != nil {
+				c.err = err
+				return
+			}
+			c.got, c.took = res.StatusCode, time.Since(begin)
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		})
+	}
+	wg.Wait()
+	for _, c := range calls {
+		switch {
+		case c.err != nil:
+			t.Errorf("%s: %v", c.name, c.err)
+		case c.audit && (c.got != c.status || c.took > guardSlow/3):
+			t.Errorf("%s: status %d after %v, want %d well before the classifier's %v (issue 14: the classification runs alongside the upstream call, so that it adds no latency)",
+				c.name, c.got, c.took, c.status, guardSlow)
+		case !c.audit && (c.got != c.status || c.took < guardSlow*2/3):
+			t.Errorf("%s: status %d after %v, want %d after the classifier's %v (DECISIONS 9.1: block classifies before forwarding)",
+				c.name, c.got, c.took, c.status, guardSlow)
+		}
+		if c.audit {
 			// the classifier did answer, later, and the line was written then
-			if line := guardAwaitLine(t, g, guardFlaggedMsg, id, "issue 14: audit"); line != nil && line["categories"] != "violence" {
-				t.Errorf("audit line categories %v, want violence", line["categories"])
+			if line := guardAwaitLine(t, g, guardFlaggedMsg, c.id, "issue 14: audit"); line != nil && line["categories"] != "violence" {
+				t.Errorf("%s: audit line categories %v, want violence", c.name, line["categories"])
 			}
-		})
-	}
-	block := []struct {
-		name, text string
-		status     int
-	}{{"clean", "fifth [fake-slow]", 200}, {"flagged", "sixth" + flagged, 422}}
-	for i, c := range block {
-		t.Run("block waits: "+c.name, func(t *testing.T) {
-			t.Parallel()
-			status, took := firstByte(t, tokGuardBlock, "", "/v1/chat/completions", guardV1(c.text), "guard-latency-block-"+strconv.Itoa(i))
-			if status != c.status || took < guardSlow*2/3 {
-				t.Errorf("block %s: status %d after %v, want %d after the classifier's %v (DECISIONS 9.1: block classifies before forwarding)",
-					c.name, status, took, c.status, guardSlow)
-			}
-		})
+		}
 	}
 }
 

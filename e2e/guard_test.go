@@ -466,22 +466,18 @@ func TestContentGuardStartup(t *testing.T) {
 	})
 
 	// Bad classifier settings (DECISIONS 9.1 variables): the refusal names
-	// the variable. skip marks a known bug.
+	// the variable.
 	env := []struct {
-		name, skip string
-		vars       map[string]string
+		name string
+		vars map[string]string
 	}{
-		{"GATEWAY_GUARD_TIMEOUT", "", map[string]string{"GATEWAY_GUARD_TIMEOUT": "0s", "GATEWAY_GUARD_MODERATION_URL": "http://127.0.0.1:9/v1"}},
-		{"GATEWAY_GUARD_MODERATION_URL", "", map[string]string{"GATEWAY_GUARD_MODERATION_URL": "moderation.example.com"}},
-		{"GATEWAY_GUARD_LLAMA_GUARD_URL", "", map[string]string{"GATEWAY_GUARD_LLAMA_GUARD_URL": "ftp://llama.example.com/v1"}},
-		{"GATEWAY_GUARD_THRESHOLD", "BUG: a threshold out of range is refused as GATEWAY_GUARD_MODERATION_URL's error, not GATEWAY_GUARD_THRESHOLD's",
-			map[string]string{"GATEWAY_GUARD_THRESHOLD": "1.5", "GATEWAY_GUARD_MODERATION_URL": "http://127.0.0.1:9/v1"}},
+		{"GATEWAY_GUARD_TIMEOUT", map[string]string{"GATEWAY_GUARD_TIMEOUT": "0s", "GATEWAY_GUARD_MODERATION_URL": "http://127.0.0.1:9/v1"}},
+		{"GATEWAY_GUARD_MODERATION_URL", map[string]string{"GATEWAY_GUARD_MODERATION_URL": "moderation.example.com"}},
+		{"GATEWAY_GUARD_LLAMA_GUARD_URL", map[string]string{"GATEWAY_GUARD_LLAMA_GUARD_URL": "ftp://llama.example.com/v1"}},
+		{"GATEWAY_GUARD_THRESHOLD", map[string]string{"GATEWAY_GUARD_THRESHOLD": "1.5", "GATEWAY_GUARD_MODERATION_URL": "http://127.0.0.1:9/v1"}},
 	}
 	for _, c := range env {
 		t.Run("bad "+c.name, func(t *testing.T) {
-			if c.skip != "" {
-				t.Skip(c.skip)
-			}
 			t.Parallel()
 			vars := map[string]string{"GATEWAY_TOKENS_FILE": tokensWith(t, "gblock", "block"), "GATEWAY_LOCAL_URL": ""}
 			for k, v := range c.vars {
@@ -1250,7 +1246,6 @@ func TestContentGuardReload(t *testing.T) {
 // an operator who adds a term to stop an ongoing abuse expects it to take
 // effect at once, as a token file reload does.
 func TestContentGuardReloadForgetsOldVerdicts(t *testing.T) {
-	t.Skip("BUG: a verdict cached under the old rules (guard.Cached, 1 min) outlives a rules reload: a clean verdict for content the new rules flag keeps letting it through")
 	t.Parallel()
 	g, rules := guardStart(t, guardConf{rules: `{"categories": {"violence": {"terms": ["massacre"]}}}`}, nil)
 	body := guardV1("plan the heist")

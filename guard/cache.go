@@ -25,7 +25,9 @@ const (
 // bytes, not of the normalised text: c may tell apart what normalisation
 // merges (Moderation sees the text as sent), and a retry sends the same bytes.
 // Only verdicts are kept, flagged or clean; an error is never cached, so the
-// next call asks c again. Concurrent calls with the same input while none is
+// next call asks c again. A verdict is kept with the Version of c when it was
+// asked, and forgotten once that changes: reloaded rules judge every text
+// anew, including one judged a moment before. Concurrent calls with the same input while none is
 // cached each ask c.
 //
 // At most max verdicts are kept (max <= 0 means DefaultCacheSize); when full,
@@ -49,6 +51,7 @@ type digest [sha256.Size]byte
 type cacheEntry struct {
 	v       Verdict
 	expires time.Time
+	version uint64 // Version of the classifier that gave v
 }
 
 type cache struct {
@@ -75,8 +78,9 @@ type orderItem struct {
 func (k *cache) Classify(ctx context.Context, in Input) (Verdict, error) {
 	key := inputDigest(in)
 	now := k.clk.Now()
+	version := Version(k.c)
 	k.mu.Lock()
-	if e, ok := k.m[key]; ok && now.Before(e.expires) {
+	if e, ok := k.m[key]; ok && now.Before(e.expires) && e.version == version {
 		k.mu.Unlock()
 		return e.v.clone(), nil
 	}
@@ -85,11 +89,11 @@ func (k *cache) Classify(ctx context.Context, in Input) (Verdict, error) {
 	if err != nil {
 		return v, err
 	}
-	k.store(key, v.clone(), k.clk.Now())
+	k.store(key, cacheEntry{v: v.clone(), version: version}, k.clk.Now())
 	return v, nil
 }
 
-func (k *cache) store(key digest, v Verdict, now time.Time) {
+func (k *cache) store(key digest, entry cacheEntry, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	// Entries share one TTL, so the ring's oldest items expire first: drop
@@ -111,13 +115,14 @@ func (k *cache) store(key digest, v Verdict, now time.Time) {
 		k.head = (k.head + 1) % len(k.order)
 		k.n--
 	}
-	k.push(key, v, now.Add(k.ttl))
+	entry.expires = now.Add(k.ttl)
+	k.push(key, entry)
 }
 
 // push stores the entry and appends its key to the ring, growing it when
 // full.
-func (k *cache) push(key digest, v Verdict, expires time.Time) {
-	k.m[key] = cacheEntry{v: v, expires: expires}
+func (k *cache) push(key digest, e cacheEntry) {
+	k.m[key] = e
 	if k.n == len(k.order) {
 		grown := make([]orderItem, max(16, 2*len(k.order)))
 		for i := range k.n {
@@ -125,7 +130,7 @@ func (k *cache) push(key digest, v Verdict, expires time.Time) {
 		}
 		k.order, k.head = grown, 0
 	}
-	k.order[(k.head+k.n)%len(k.order)] = orderItem{key: key, expires: expires}
+	k.order[(k.head+k.n)%len(k.order)] = orderItem{key: key, expires: e.expires}
 	k.n++
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -146,4 +148,36 @@ func TestCachedConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCachedForgetsOnReload: a verdict given under the old rules is not
+// served once the rules file was reloaded, through the wrappers gatewayd
+// and the gateway put around it.
+func TestCachedForgetsOnReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	write := func(rules string) {
+		if err := os.WriteFile(path, []byte(rules), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"categories":{"violence":{"terms":["massacre"]}}}`)
+	rf, err := guard.NewRulesFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := guard.Cached(guard.WithTimeout(guard.Chain{rf, &fakeClassifier{}}, time.Second), clock.NewFake(t0), time.Minute, 10)
+	in := guard.Input{Texts: []string{"plan the heist"}}
+	if v, err := c.Classify(context.Background(), in); err != nil || v.Flagged() {
+		t.Fatalf("before the reload: %v, %v; want clean", v, err)
+	}
+	write(`{"categories":{"illicit":{"terms":["heist"]}}}`)
+	if err := rf.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Classify(context.Background(), in); err != nil || v.Param() != "illicit" {
+		t.Errorf("after the reload: %v, %v; want illicit", v, err)
+	}
+	if got := guard.Version(c); got != 1 {
+		t.Errorf("Version = %d, want 1 (one reload)", got)
+	}
 }

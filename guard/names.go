@@ -54,3 +54,34 @@ func (m *Moderation) Name() string { return ClassifierModeration }
 
 // Name returns ClassifierLlamaGuard.
 func (g *LlamaGuard) Name() string { return ClassifierLlamaGuard }
+
+// Versioned is implemented by a classifier whose verdicts change when its
+// configuration is reloaded: Version changes with each reload (RulesFile
+// counts its reloads), so that Cached forgets the verdicts of the old one.
+type Versioned interface {
+	Version() uint64
+}
+
+// Version returns the sum of the Versions of the classifiers c is made of
+// (through Chain, WithTimeout and Cached; 0 for one that is not Versioned).
+// Versions only grow, so the sum changes whenever one member's does.
+func Version(c Classifier) uint64 {
+	switch c := c.(type) {
+	case Chain:
+		var sum uint64
+		for _, m := range c {
+			sum += Version(m)
+		}
+		return sum
+	case *timeout:
+		return Version(c.c)
+	case *cache:
+		return Version(c.c)
+	case Versioned:
+		return c.Version()
+	}
+	return 0
+}
+
+// Version returns how many times the rules were reloaded.
+func (f *RulesFile) Version() uint64 { return f.reloads.Load() }

@@ -348,9 +348,10 @@ func (p *rulesParser) compile(cats []fileCategory) (*Rules, error) {
 // classified: a Classify sees either the old rules or the new ones, never a
 // mix. It is a Classifier (ClassifierRules) and safe for concurrent use.
 type RulesFile struct {
-	path string
-	mu   sync.Mutex // serializes Reload
-	cur  atomic.Pointer[Rules]
+	path    string
+	mu      sync.Mutex // serializes Reload
+	cur     atomic.Pointer[Rules]
+	reloads atomic.Uint64 // successful Reloads: the Version
 }
 
 var _ Classifier = (*RulesFile)(nil)
@@ -380,7 +381,7 @@ func (f *RulesFile) Classify(ctx context.Context, in Input) (Verdict, error) {
 }
 
 // Reload re-reads the rules file. On success the new rules serve every later
-// Classify; on failure the old rules stay in place and Reload returns
+// Classify, and Version grows so that cached verdicts are forgotten; on failure the old rules stay in place and Reload returns
 // LoadRules's error. Concurrent Reloads are serialized.
 func (f *RulesFile) Reload() error {
 	f.mu.Lock()
@@ -390,5 +391,6 @@ func (f *RulesFile) Reload() error {
 		return err
 	}
 	f.cur.Store(r)
+	f.reloads.Add(1)
 	return nil
 }

@@ -23,6 +23,9 @@ func contentGuard(cfg *config) (gateway.Classifier, func() error, error) {
 		chain, reload = append(chain, rf), rf.Reload
 	}
 	if cfg.GuardModURL != "" {
+		if th := cfg.GuardThreshold; !(th > 0 && th <= 1) {
+			return nil, nil, fmt.Errorf("GATEWAY_GUARD_THRESHOLD: %v is not in (0, 1]", th)
+		}
 		m, err := guard.NewModeration(guard.ModerationConfig{BaseURL: cfg.GuardModURL, APIKey: cfg.GuardModAPIKey,
 			Model: cfg.GuardModModel, Threshold: cfg.GuardThreshold})
 		if err != nil {

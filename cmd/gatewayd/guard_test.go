@@ -43,7 +43,9 @@ func TestContentGuardConfig(t *testing.T) {
 		{name: "missing rules", env: map[string]string{"GATEWAY_GUARD_RULES": filepath.Join(dir, "none.json")}, wantErr: "none.json"},
 		{name: "bad moderation URL", env: map[string]string{"GATEWAY_GUARD_MODERATION_URL": "ftp://x"}, wantErr: "GATEWAY_GUARD_MODERATION_URL"},
 		{name: "bad threshold", env: map[string]string{"GATEWAY_GUARD_MODERATION_URL": "http://127.0.0.1:1/v1", "GATEWAY_GUARD_THRESHOLD": "2"},
-			wantErr: "GATEWAY_GUARD_MODERATION_URL"},
+			wantErr: "GATEWAY_GUARD_THRESHOLD"},
+		{name: "zero threshold", env: map[string]string{"GATEWAY_GUARD_MODERATION_URL": "http://127.0.0.1:1/v1", "GATEWAY_GUARD_THRESHOLD": "0"},
+			wantErr: "GATEWAY_GUARD_THRESHOLD"},
 		{name: "bad llama guard URL", env: map[string]string{"GATEWAY_GUARD_LLAMA_GUARD_URL": "x"}, wantErr: "GATEWAY_GUARD_LLAMA_GUARD_URL"},
 		{name: "zero timeout", env: map[string]string{"GATEWAY_GUARD_TIMEOUT": "0s"}, wantErr: "GATEWAY_GUARD_TIMEOUT"},
 	} {

@@ -10,7 +10,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,11 +21,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
 
@@ -165,31 +164,13 @@ type gw struct {
 	TokensPath            string
 	Local, CloudA, CloudB *upstreamtest.Server
 	cmd                   *exec.Cmd
-	stderr                *syncBuffer
+	stderr                *testkit.Buffer
 	exited                chan struct{}
 	exitErr               error
 	stopped               bool
 	env                   map[string]string
 	args                  []string
 	fileLimit             int
-}
-
-// syncBuffer collects gatewayd's stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // freePort returns a free loopback port.
@@ -328,7 +309,7 @@ func (g *gw) launch(env map[string]string, args []string) {
 		cmd = exec.Command("sh", append([]string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(g.fileLimit), gatewaydBin}, args...)...)
 	}
 	cmd.Env = gatewayEnv(env)
-	g.stderr = &syncBuffer{}
+	g.stderr = &testkit.Buffer{}
 	cmd.Stderr = g.stderr
 	cmd.Stdout = g.stderr
 	if err := cmd.Start(); err != nil {
@@ -431,7 +412,7 @@ func runToExit(t *testing.T, env map[string]string, args ...string) (exitCode in
 	}
 	cmd := exec.Command(gatewaydBin, args...)
 	cmd.Env = gatewayEnv(env)
-	var buf syncBuffer
+	var buf testkit.Buffer
 	cmd.Stderr, cmd.Stdout = &buf, &buf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -10,31 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 )
-
-// syncBuffer is a bytes.Buffer safe to write from the server and read from the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func envOf(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
@@ -145,7 +127,7 @@ func TestDevModeServesAgentsFromTheDirectory(t *testing.T) {
 func startDev(t *testing.T, args ...string) (base, token string, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	done := make(chan error, 1)
 	args = append([]string{"-dev", "-addr", "127.0.0.1:0", "-data-dir", t.TempDir(), "-local-url", ""}, args...)
 	go func() { done <- run(ctx, args, envOf(nil), out) }()

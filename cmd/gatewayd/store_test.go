@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatgw/gateway/internal/pgtest"
+	"github.com/chatgw/gateway/internal/testkit"
 )
 
 func TestOpenStoreBolt(t *testing.T) {
@@ -44,7 +45,7 @@ func TestRunRefusesUnknownStore(t *testing.T) {
 		{"host=db password=s3cret", `"(none)"`},
 		{"sqlite:/var/gw.db", `"sqlite"`},
 	} {
-		err := run(context.Background(), []string{"-dev", "-local-url", "", "-data-dir", t.TempDir(), "-store-url", tt.url}, envOf(nil), &syncBuffer{})
+		err := run(context.Background(), []string{"-dev", "-local-url", "", "-data-dir", t.TempDir(), "-store-url", tt.url}, envOf(nil), &testkit.Buffer{})
 		if err == nil {
 			t.Errorf("run with store URL %q started", tt.url)
 			continue

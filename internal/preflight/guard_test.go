@@ -1,7 +1,6 @@
 package preflight_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/google/go-cmp/cmp"
 )
@@ -61,27 +61,9 @@ func (f *fakeClassifier) inputs() []guard.Input {
 	return append([]guard.Input(nil), f.asked...)
 }
 
-// logBuffer is a log destination safe for the audit's goroutine.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // guardContext is a request context whose Info logs to the returned buffer.
-func guardContext() (context.Context, *logBuffer) {
-	logs := new(logBuffer)
+func guardContext() (context.Context, *testkit.Buffer) {
+	logs := new(testkit.Buffer)
 	info := new(httpx.Info)
 	info.Init("req_guard", slog.New(slog.NewJSONHandler(logs, nil)))
 	info.Route, info.Tenant = "/v1/chat/completions", "acme"

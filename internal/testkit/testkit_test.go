@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chatgw/gateway/auth"
@@ -375,5 +376,23 @@ func TestGolden(t *testing.T) {
 	testkit.Golden(rt, "a.txt", "two", false)
 	if !strings.Contains(rt.errors, "a.txt mismatch (-want +got):") {
 		t.Errorf("Golden of other text reported %q", rt.errors)
+	}
+}
+
+// TestBuffer: writers and a reader at once.
+func TestBuffer(t *testing.T) {
+	var b testkit.Buffer
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 100 {
+				fmt.Fprint(&b, "x")
+				_ = b.String()
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(b.String()); got != 400 {
+		t.Errorf("len = %d, want 400", got)
 	}
 }

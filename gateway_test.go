@@ -294,3 +294,26 @@ func TestNewMigratesConversations(t *testing.T) {
 		t.Errorf("New over a newer layout = %v; want an error naming it", err)
 	}
 }
+
+// TestAnswersVaryByIdentity: every authenticated answer, the cacheable model
+// list and the errors included, says that it depends on who calls, so that
+// a browser does not serve one token's answer to another; public ones do not.
+func TestAnswersVaryByIdentity(t *testing.T) {
+	e := newEnv(t)
+	const want = "Authorization, GW-Tenant-Id, GW-User-Id"
+	for _, tc := range []struct {
+		name string
+		c    call
+		vary string
+	}{
+		{"model list", call{method: "GET", path: "/v1/models", token: "admin"}, want},
+		{"conversations", call{method: "GET", path: "/c1/conversations", token: "member", user: "u1"}, want},
+		{"bad token", call{method: "GET", path: "/v1/models", token: "nope"}, want},
+		{"health", call{method: "GET", path: "/healthz"}, ""},
+	} {
+		resp, body := e.do(t, tc.c)
+		if got := strings.Join(resp.Header.Values("Vary"), ", "); got != tc.vary {
+			t.Errorf("%s: Vary %q, want %q (%d %s)", tc.name, got, tc.vary, resp.StatusCode, body)
+		}
+	}
+}

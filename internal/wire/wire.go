@@ -135,12 +135,16 @@ func (t *ToolCalls) Calls() []ToolCall {
 	return t.calls
 }
 
-// usage is what UsedTokens reads of a usage object; a count the object
-// leaves out stays nil.
+// usage is what UsedTokens and Tokens read of a usage object; a count the
+// object leaves out stays nil. Chat completions and embeddings name their
+// counts prompt and completion tokens; image generation and the Responses
+// API name them input and output tokens.
 type usage struct {
 	Total      *int64 `json:"total_tokens"`
 	Prompt     *int64 `json:"prompt_tokens"`
 	Completion *int64 `json:"completion_tokens"`
+	Input      *int64 `json:"input_tokens"`
+	Output     *int64 `json:"output_tokens"`
 }
 
 // UsedTokens returns the tokens that raw, an answer's usage object verbatim,
@@ -176,4 +180,41 @@ func UsedTokens(raw json.RawMessage) int64 {
 // IsNull reports whether raw is absent or JSON null.
 func IsNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
+}
+
+// Tokens returns the input and output tokens that raw, an answer's usage
+// object verbatim, reports, as the upstream counted them: prompt_tokens and
+// completion_tokens (chat completions, embeddings), else input_tokens and
+// output_tokens (image generation); a usage object with only total_tokens
+// (an embeddings server that counts no more) reports it as input. A negative
+// count is 0. ok is false, and the counts 0, when raw is absent, null, not a
+// usage object or has none of those counts: the answer reported no usage.
+func Tokens(raw json.RawMessage) (in, out int64, ok bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return 0, 0, false
+	}
+	var u usage
+	if json.Unmarshal(raw, &u) != nil {
+		return 0, 0, false
+	}
+	first := func(a, b *int64) *int64 {
+		if a != nil {
+			return a
+		}
+		return b
+	}
+	inp, outp := first(u.Prompt, u.Input), first(u.Completion, u.Output)
+	if inp == nil && outp == nil {
+		inp = u.Total
+	}
+	if inp == nil && outp == nil {
+		return 0, 0, false
+	}
+	if inp != nil {
+		in = max(*inp, 0)
+	}
+	if outp != nil {
+		out = max(*outp, 0)
+	}
+	return in, out, true
 }

@@ -33,6 +33,7 @@ type config struct {
 	maxResponse int64
 	bodyTimeout time.Duration
 	bodyMinRate int64
+	usageKeep   time.Duration // usage records' retention; 0: usage.DefaultRetention
 }
 
 func defaultConfig() config {
@@ -214,4 +215,17 @@ func WithAgentsDir(dir string) Option {
 // coding_agent_disabled.
 func WithCodingAgentCommand(cmd string) Option {
 	return func(c *config) error { c.codingCmd = cmd; return nil }
+}
+
+// WithUsageRetention sets how long usage records (GET /v1/usage) are kept:
+// older ones are deleted in the background, within an hour. Default 2160h
+// (90 days). d must be positive.
+func WithUsageRetention(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("gateway: WithUsageRetention: retention must be positive")
+		}
+		c.usageKeep = d
+		return nil
+	}
 }

@@ -41,7 +41,9 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 		capture, ticket := opts.Capture, opts.Ticket
 		defer func() {
 			meter.Report(capture.Usage)
-			ticket.Settle(r.Context(), capture.UsedTokens())
+			if ticket != nil {
+				ticket.Settle(r.Context(), capture.UsedTokens())
+			}
 		}()
 	}
 	body := closeOnce(resp.Body)

@@ -104,6 +104,14 @@ func TestTokens(t *testing.T) {
 		{`{"total_tokens":7}`, counts{7, 0, true}},
 		{`{"prompt_tokens":-2,"completion_tokens":4}`, counts{0, 4, true}},
 		{`{"completion_tokens":0}`, counts{0, 0, true}},
+		{` {"prompt_tokens": 4 , "completion_tokens":2} `, counts{4, 2, true}},
+		{`{"prompt_tokens":4.0,"completion_tokens":2}`, counts{0, 2, true}}, // not an integer: left out
+		{`{"prompt_tokens":1e3}`, counts{}},
+		{`{"prompt_tokens":99999999999999999999}`, counts{}},
+		{`{"prompt_tokens":null,"output_tokens":6}`, counts{0, 6, true}},
+		{`{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2}}`, counts{3, 0, true}},
+		{`{"prompt_tokens":3`, counts{}},
+		{`{"prompt_tokens":3} x`, counts{}},
 	} {
 		var got counts
 		got.In, got.Out, got.OK = wire.Tokens(json.RawMessage(tc.usage))
@@ -180,5 +188,12 @@ func TestChunkMeta(t *testing.T) {
 	}
 	if want := (wire.Meta{ID: "c", Model: "m", Created: 7}); ch.Meta != want {
 		t.Errorf("Chunk.Meta = %+v, want %+v", ch.Meta, want)
+	}
+}
+
+func TestTokensDoesNotAllocate(t *testing.T) {
+	raw := json.RawMessage(`{"prompt_tokens":12,"completion_tokens":16,"total_tokens":28,"prompt_tokens_details":{"cached_tokens":0}}`)
+	if n := testing.AllocsPerRun(100, func() { wire.Tokens(raw) }); n != 0 {
+		t.Errorf("Tokens allocates %v times", n)
 	}
 }

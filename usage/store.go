@@ -1,7 +1,6 @@
 package usage
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,7 +67,10 @@ func recordKey(p *pending, instance uint64) []byte {
 	if t.Unix() < 0 {
 		t = time.Unix(0, 0) // keys hold times from 1970 on
 	}
-	k := dayPrefix(p.rec.Tenant, dayOf(t))
+	// One allocation: the tenant (2 bytes of terminator, more for each NUL
+	// byte) and four integers.
+	k := store.AppendString(make([]byte, 0, len(p.rec.Tenant)+8+4*8), p.rec.Tenant)
+	k = store.AppendUint64(k, uint64(dayOf(t)))
 	k = store.AppendUint64(k, uint64(t.UnixNano()))
 	k = store.AppendUint64(k, instance)
 	return store.AppendUint64(k, p.seq)
@@ -92,6 +94,7 @@ func (s *Service) write(ctx context.Context, batch []pending) error {
 	type kv struct{ k, v []byte }
 	kvs := make([]kv, len(batch))
 	var tenants [][]byte
+	last := ""
 	for i := range batch {
 		p := &batch[i]
 		r := &p.rec
@@ -102,8 +105,9 @@ func (s *Service) write(ctx context.Context, batch []pending) error {
 			return fmt.Errorf("usage: encode record: %w", err)
 		}
 		kvs[i] = kv{recordKey(p, s.instance), v}
-		if t := tenantPrefix(r.Tenant); len(tenants) == 0 || !bytes.Equal(tenants[len(tenants)-1], t) {
-			tenants = append(tenants, t) // repeats are harmless Puts; runs of one tenant are common
+		if i == 0 || r.Tenant != last {
+			// Runs of one tenant are common; a repeat is a harmless Put.
+			tenants, last = append(tenants, tenantPrefix(r.Tenant)), r.Tenant
 		}
 	}
 	err := s.st.Update(ctx, func(tx store.Tx) error {

@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		gateway.WithAgentsDir(cfg.AgentsDir),
 		gateway.WithCodingAgentCommand(cfg.CodingAgentCmd),
 		gateway.WithMaxResponseBytes(cfg.MaxResponseBytes),
+		gateway.WithUsageRetention(cfg.UsageRetention),
 		gateway.WithBodyTimeout(cfg.BodyTimeout, cfg.BodyMinRate),
 	)
 	if err != nil {

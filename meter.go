@@ -18,7 +18,7 @@ import (
 // whose handler panics gets no record.
 func (g *Gateway) metered(kind usage.Kind, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		info := httpx.InfoFrom(r.Context())
+		info := infoOf(w) // the statusWriter's: no walk up the context chain
 		info.Meter.Start()
 		h(w, r)
 		t := info.Meter.Totals()

@@ -4,7 +4,8 @@
 //
 //   - /v1: the stateless OpenAI-compatible passthrough (chat completions,
 //     models, embeddings, audio), generated images kept for a time-to-live,
-//     memory, system prompts, tenant configuration and tool execution;
+//     memory, system prompts, tenant configuration, tool execution and the
+//     totals of the usage records the gateway keeps;
 //   - /c1: chat with conversations stored by the gateway;
 //   - /a1: agents with a tool loop and sessions, RAG indices and coding-agent
 //     runs;

@@ -73,7 +73,7 @@ func (s *Service) flush(ctx context.Context, all bool) error {
 			done += n
 		}
 	}
-	s.noteWrite(err, len(batch)-done)
+	s.noteWrite(ctx, err, len(batch)-done)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,9 +91,11 @@ func (s *Service) flush(ctx context.Context, all bool) error {
 }
 
 // noteWrite logs the first failure of a run of failures and the recovery,
-// not every round of an outage; s.flushMu is held.
-func (s *Service) noteWrite(err error, waiting int) {
+// not every round of an outage; a write cut by ctx (Close stopping the
+// writer, whose records Close then writes) is no failure. s.flushMu is held.
+func (s *Service) noteWrite(ctx context.Context, err error, waiting int) {
 	switch {
+	case err != nil && ctx.Err() != nil:
 	case err != nil && !s.failing:
 		s.failing = true
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "usage records not written; they wait in the buffer",

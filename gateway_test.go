@@ -21,7 +21,8 @@ import (
 )
 
 // env is one gateway over an in-memory store and a fake local backend, with
-// tokens admin (tenant_admin of acme), member (member of acme), beta (member of beta).
+// tokens admin (tenant_admin of acme), member (member of acme), beta (member
+// of beta) and nousage (member of acme denied usage:read).
 type env struct {
 	srv  *httptest.Server
 	fake *upstreamtest.Server
@@ -41,9 +42,10 @@ func newEnvOn(t *testing.T, fake *upstreamtest.Server, b upstream.Backends, opts
 	tokens := auth.MustStatic(
 		[]*auth.Tenant{{ID: "acme"}, {ID: "beta"}},
 		map[string]auth.StaticToken{
-			"admin":  {Tenant: "acme", Role: auth.RoleTenantAdmin},
-			"member": {Tenant: "acme", Role: auth.RoleMember},
-			"beta":   {Tenant: "beta", Role: auth.RoleMember},
+			"admin":   {Tenant: "acme", Role: auth.RoleTenantAdmin},
+			"member":  {Tenant: "acme", Role: auth.RoleMember},
+			"beta":    {Tenant: "beta", Role: auth.RoleMember},
+			"nousage": {Tenant: "acme", Role: auth.RoleMember, Deny: []string{"usage:read"}},
 		})
 	base := []gateway.Option{
 		gateway.WithStore(memstore.New()),
@@ -146,6 +148,11 @@ func TestRoutesScopesAndIdentity(t *testing.T) {
 		{"member needs user on conversations", call{method: "GET", path: "/c1/conversations", token: "member"}, "Bad Request missing_field headers.gw-user-id"},
 		{"c1 chat needs user even for admin", call{method: "POST", path: "/c1/chat", token: "admin", body: `{"message":"hi"}`}, "Bad Request missing_field headers.gw-user-id"},
 		{"tools inspect", call{method: "POST", path: "/v1/tools/execute", token: "member", body: `{"inspect":true}`}, "OK"},
+		{"admin reads the tenant's usage", call{method: "GET", path: "/v1/usage", token: "admin"}, "OK"},
+		{"member reads its user's usage", call{method: "GET", path: "/v1/usage", token: "member", user: "u1"}, "OK"},
+		{"member needs user on usage", call{method: "GET", path: "/v1/usage", token: "member"}, "Bad Request missing_field headers.gw-user-id"},
+		{"usage without usage:read", call{method: "GET", path: "/v1/usage", token: "nousage", user: "u1"}, "Forbidden forbidden null"},
+		{"usage query user_id", call{method: "GET", path: "/v1/usage?user_id=u2", token: "admin"}, "Bad Request invalid_field query.user_id"},
 		{"unknown route", call{method: "GET", path: "/v2/nothing", token: "member"}, "Not Found route_not_found null"},
 	}
 	for _, tt := range tests {

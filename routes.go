@@ -1,6 +1,10 @@
 package gateway
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/chatgw/gateway/usage"
+)
 
 // userRule says whether a route needs the GW-User-Id header.
 type userRule uint8
@@ -21,7 +25,9 @@ type route struct {
 	h            http.HandlerFunc
 }
 
-// routes is the whole HTTP surface of the gateway, one line per route.
+// routes is the whole HTTP surface of the gateway, one line per route. A
+// handler wrapped in g.metered gets a usage record per request that reached
+// the upstream.
 func (g *Gateway) routes() []route {
 	return []route{
 		// Public: no bearer.
@@ -36,22 +42,22 @@ func (g *Gateway) routes() []route {
 		{"GET", "/playground", "", public, g.apidocs.Playground},
 
 		// Stateless OpenAI-compatible passthrough.
-		{"POST", "/v1/chat/completions", "chat:write", userOptional, g.openai.ChatCompletions},
+		{"POST", "/v1/chat/completions", "chat:write", userOptional, g.metered(usage.KindChat, g.openai.ChatCompletions)},
 		{"GET", "/v1/models", "models:read", userOptional, g.openai.Models},
 		{"GET", "/v1/info", "models:read", userOptional, g.openai.Info},
-		{"POST", "/v1/embeddings", "embeddings:write", userOptional, g.openai.Embeddings},
+		{"POST", "/v1/embeddings", "embeddings:write", userOptional, g.metered(usage.KindEmbeddings, g.openai.Embeddings)},
 		{"POST", "/v1/audio/transcriptions", "audio:write", userOptional, g.openai.Transcriptions},
 		{"POST", "/v1/audio/translations", "audio:write", userOptional, g.openai.Translations},
 
 		// Generated images: tenant-scoped, with a time-to-live.
-		{"POST", "/v1/images/generations", "images:write", userOptional, g.images.Generate},
+		{"POST", "/v1/images/generations", "images:write", userOptional, g.metered(usage.KindImage, g.images.Generate)},
 		{"GET", "/v1/images", "images:read", userOptional, g.images.List},
 		{"GET", "/v1/images/:id", "images:read", userOptional, g.images.Get},
 		{"GET", "/v1/images/:id/content", "images:read", userOptional, g.images.Content},
 		{"DELETE", "/v1/images/:id", "images:write", userOptional, g.images.Delete},
 
 		// Chat with conversation persistence.
-		{"POST", "/c1/chat", "chat:write", userRequired, g.chat.Chat},
+		{"POST", "/c1/chat", "chat:write", userRequired, g.metered(usage.KindChat, g.chat.Chat)},
 		{"GET", "/c1/conversations", "conversations:read", userOrAdminRead, g.conv.ListConversations},
 		{"GET", "/c1/conversations/:id", "conversations:read", userOrAdminRead, g.conv.GetConversation},
 		{"DELETE", "/c1/conversations/:id", "conversations:write", userRequired, g.conv.DeleteConversation},
@@ -72,19 +78,23 @@ func (g *Gateway) routes() []route {
 		{"PUT", "/v1/system-prompts/:level/current/:n", "system_prompts:write:{level}", userRequired, g.mem.SetCurrentPrompt},
 		{"DELETE", "/v1/system-prompts/:level/v/:n", "system_prompts:write:{level}", userRequired, g.mem.DeletePromptVersion},
 
-		// Tenant configuration and tools.
+		// Usage records of the metered routes above and below (g.metered):
+		// totals over a range, grouped as asked.
+		{"GET", "/v1/usage", "usage:read", userOrAdminRead, g.usage.List},
+
+		// Tenant configuration and tools (agent_call runs a metered chat).
 		{"GET", "/v1/tenant/config", "tenant_config:read", userOptional, g.tenants.Get},
 		{"PUT", "/v1/tenant/config", "tenant_config:write", userOptional, g.tenants.Put},
-		{"POST", "/v1/tools/execute", "tools:execute", userOptional, g.tools.Execute},
+		{"POST", "/v1/tools/execute", "tools:execute", userOptional, g.metered(usage.KindChat, g.tools.Execute)},
 
 		// Agents: loaded from files; sessions scoped to tenant and end user.
 		{"GET", "/a1/agents", "agents:read", userOptional, g.agents.List},
-		{"POST", "/a1/agents/:name/chat", "agents:write", userOptional, g.agents.Chat},
+		{"POST", "/a1/agents/:name/chat", "agents:write", userOptional, g.metered(usage.KindChat, g.agents.Chat)},
 		{"POST", "/a1/agents/:name/sessions", "agents:write", userRequired, g.agents.CreateSession},
 		{"GET", "/a1/agents/:name/sessions", "agents:read", userOrAdminRead, g.agents.ListSessions},
 		{"GET", "/a1/agents/:name/sessions/:sid", "agents:read", userOrAdminRead, g.agents.GetSession},
-		{"POST", "/a1/agents/:name/sessions/:sid/messages", "agents:write", userRequired, g.agents.PostMessage},
-		{"POST", "/a1/agents/:name/sessions/:sid/compact", "agents:write", userRequired, g.agents.Compact},
+		{"POST", "/a1/agents/:name/sessions/:sid/messages", "agents:write", userRequired, g.metered(usage.KindChat, g.agents.PostMessage)},
+		{"POST", "/a1/agents/:name/sessions/:sid/compact", "agents:write", userRequired, g.metered(usage.KindChat, g.agents.Compact)},
 		{"GET", "/a1/agents/:name/sessions/:sid/lineage", "agents:read", userOrAdminRead, g.agents.Lineage},
 
 		// RAG indices: tenant-scoped, created on first ingest.

@@ -38,6 +38,7 @@ type config struct {
 	FirstByteTimeout time.Duration `env:"FIRST_BYTE_TIMEOUT, default=120s" help:"per-attempt wait for the first byte before the next backend"`
 	CodingAgentCmd   string        `env:"CODING_AGENT_CMD" help:"command that executes coding-agent runs; unset: disabled"`
 	MaxResponseBytes int64         `env:"MAX_RESPONSE_BYTES, default=16777216" help:"most the gateway holds of one upstream answer, JSON or captured stream"`
+	UsageRetention   time.Duration `env:"USAGE_RETENTION, default=2160h" help:"how long usage records (GET /v1/usage) are kept; must be positive"`
 	BodyTimeout      time.Duration `env:"BODY_TIMEOUT, default=30s" help:"time a request body may take to arrive, before the minimum rate applies; 0: no limit"`
 	BodyMinRate      int64         `env:"BODY_MIN_RATE, default=16384" help:"bytes per second a request body must arrive at after the body time-out's grace"`
 	HeaderTimeout    time.Duration `env:"HEADER_TIMEOUT, default=10s" help:"time a client may take to send a request's headers"`

@@ -44,6 +44,9 @@ type Info struct {
 	// Shutdown is done when the gateway ends the streams in flight because
 	// it shuts down (Gateway.EndStreams); nil outside a gateway.
 	Shutdown context.Context
+	// Meter tallies the upstream calls of a metered request for its usage
+	// record (see Meter); MeterOf finds it.
+	Meter Meter
 
 	// The parts of an Info that Init sets, allocated with it.
 	log      slog.Logger // what Logger points to

@@ -324,3 +324,27 @@ func TestAnswersVaryByIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexNegotiates: / is the landing page for a browser and the JSON
+// index for any other client, both linking the playground and the API
+// reference.
+func TestIndexNegotiates(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		accept, wantType string
+		wantLinks        []string
+	}{
+		{"text/html,application/xhtml+xml,*/*;q=0.8", "text/html; charset=utf-8", []string{`href="./playground"`, `href="./redoc"`, `href="./docs/errors"`, `href="./readyz"`}},
+		{"*/*", "application/json", []string{`"playground":"/playground"`, `"api_reference":"/redoc"`}},
+	} {
+		resp, body := e.do(t, call{method: "GET", path: "/", header: http.Header{"Accept": {tc.accept}}})
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.wantType || resp.Header.Get("Vary") != "Accept" {
+			t.Errorf("Accept %s: %d %s Vary %q, want 200 %s Vary Accept", tc.accept, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Vary"), tc.wantType)
+		}
+		for _, l := range tc.wantLinks {
+			if !strings.Contains(string(body), l) {
+				t.Errorf("Accept %s: the answer lacks %s", tc.accept, l)
+			}
+		}
+	}
+}

@@ -19,7 +19,7 @@ type Route struct {
 	route, method string
 	op            string // gen_ai_operation_name; "" when the route calls no model
 
-	requests  cache[requestKey, prometheus.Counter]
+	requests  cache[requestKey, requestChildren]
 	durations cache[durationKey, prometheus.Observer]
 	server    cache[serverKey, serverChildren]
 	overhead  cache[bool, prometheus.Observer] // by stream
@@ -32,6 +32,13 @@ type requestKey struct {
 	status int
 	code   string
 	tenant string
+}
+
+// requestChildren are a request's children of chatgw_requests_total and
+// http_server_request_duration_seconds, found with one look-up.
+type requestChildren struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 type durationKey struct {
@@ -221,12 +228,16 @@ func (r *Request) End(reqMethod string, status int, err *errcat.Error, tenant st
 	if !m.tenant {
 		tenant = ""
 	}
-	rt.requests.get(requestKey{meth, status, code, tenant}, func() prometheus.Counter {
-		return m.requests.With(rt.labels(meth, status, code, tenant))
-	}).Inc()
-	rt.durations.get(durationKey{meth, status}, func() prometheus.Observer {
-		return m.httpDuration.WithLabelValues(rt.route, orDefault(meth, rt.method), statusLabel(status))
-	}).Observe(d.Seconds())
+	ch := rt.requests.get(requestKey{meth, status, code, tenant}, func() requestChildren {
+		return requestChildren{
+			count: m.requests.With(rt.labels(meth, status, code, tenant)),
+			duration: rt.durations.get(durationKey{meth, status}, func() prometheus.Observer {
+				return m.httpDuration.WithLabelValues(rt.route, orDefault(meth, rt.method), statusLabel(status))
+			}),
+		}
+	})
+	ch.count.Inc()
+	ch.duration.Observe(d.Seconds())
 	if r.calls > 0 {
 		r.observeOverhead(rt, d)
 	}

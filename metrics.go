@@ -128,7 +128,7 @@ func operationOf(path string) string {
 type meteredUpstream struct{ up upstream.Upstream }
 
 func (u meteredUpstream) Do(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
-	rec := &httpx.InfoFrom(ctx).Metrics
+	rec := httpx.InfoFrom(ctx).Metrics
 	start := time.Now()
 	resp, err := u.up.Do(ctx, req)
 	d := time.Since(start)

@@ -47,7 +47,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	info, sw := &st.info, &st.sw
 	info.Init(requestID(r.Header.Get(httpx.HeaderRequestID)), g.log)
 	info.Shutdown = g.shutdown
-	info.Metrics.Begin(g.metrics, start)
+	info.Metrics = g.metrics.Begin(start)
 	info.SetRequestIDHeader(w.Header())
 	*sw = statusWriter{ResponseWriter: w, info: info}
 	defer func() {

@@ -39,9 +39,9 @@ type Info struct {
 	Logger    *slog.Logger // carries request_id
 	Err       *errcat.Error
 	// Metrics is the request's metrics, begun by the middleware when the
-	// gateway has metrics; the relay, the upstream decorator and the
-	// content guard add what they see.
-	Metrics metrics.Request
+	// gateway has metrics (nil otherwise: its methods do nothing); the
+	// relay, the upstream decorator and the content guard add what they see.
+	Metrics *metrics.Request
 	// Body holds the request body when the middleware has already read it (JSON
 	// bodies of authenticated routes); ReadBody returns it instead of reading again.
 	Body     []byte

@@ -143,10 +143,10 @@ func (m *Metrics) GroupCommit(calls int) {
 // GuardFlagged, GuardFailed). It is safe from any goroutine: an audit
 // classifies alongside the request, and may end after it.
 func (r *Request) GuardDecision(tenant, mode, decision string) {
-	m := r.m
-	if m == nil {
+	if r == nil {
 		return
 	}
+	m := r.m
 	if mode != "audit" && mode != "block" {
 		mode = Other
 	}

@@ -56,8 +56,7 @@ func TestRequests(t *testing.T) {
 		{nil, "BREW", 404, errcat.New(errcat.RouteNotFound, "", ""), ""},
 		{nil, "DELETE", 404, errcat.New(errcat.RouteNotFound, "", ""), ""},
 	} {
-		var r metrics.Request
-		r.Begin(m, time.Now())
+		r := m.Begin(time.Now())
 		r.SetRoute(tc.route)
 		r.End(tc.method, tc.status, tc.err, tc.tenant)
 	}
@@ -77,8 +76,7 @@ chatgw_requests_total{error_type="route_not_found",http_request_method="DELETE",
 
 func TestTenantLabelOff(t *testing.T) {
 	m, reg := newMetrics(t, false)
-	var r metrics.Request
-	r.Begin(m, time.Now())
+	r := m.Begin(time.Now())
 	r.SetRoute(m.Route("GET", "/v1/models", ""))
 	r.End("GET", 429, errcat.New(errcat.RateLimitExceeded, "", ""), "acme")
 	m.RateLimited("acme", metrics.RateExceeded)
@@ -102,8 +100,7 @@ chatgw_quota_rejections_total{gen_ai_request_model="lm-4-scout",kind="model_quot
 func TestStream(t *testing.T) {
 	m, reg := newMetrics(t, true)
 	rt := m.Route("POST", "/v1/chat/completions", metrics.OpChat)
-	var r metrics.Request
-	r.Begin(m, time.Now().Add(-100*time.Millisecond))
+	r := m.Begin(time.Now().Add(-100 * time.Millisecond))
 	r.SetRoute(rt)
 	r.UpstreamCall("lm-4-scout", "/chat/completions", "cloudA", 2, 60*time.Millisecond)
 	r.StreamStarts()
@@ -162,8 +159,7 @@ chatgw_tokens_total{gen_ai_provider_name="cloudA",gen_ai_request_model="lm-4-sco
 // request's error, but no time to first token (successful responses only).
 func TestFailedStream(t *testing.T) {
 	m, reg := newMetrics(t, true)
-	var r metrics.Request
-	r.Begin(m, time.Now())
+	r := m.Begin(time.Now())
 	r.SetRoute(m.Route("POST", "/c1/chat", metrics.OpChat))
 	r.UpstreamCall("lm-4-scout-local", "/chat/completions", "local", 1, time.Millisecond)
 	r.StreamStarts()
@@ -232,8 +228,7 @@ func TestStoreAndGuard(t *testing.T) {
 	m.StoreTx(metrics.StoreBatch, 3*time.Millisecond)
 	m.GroupCommit(3)
 	m.RateLimitBypassed("acme")
-	var r metrics.Request
-	r.Begin(m, time.Now())
+	r := m.Begin(time.Now())
 	r.GuardDecision("acme", "block", metrics.GuardFlagged)
 	r.GuardDecision("acme", "audit", metrics.GuardFailed)
 	r.GuardDecision("acme", "audit", metrics.GuardAllowed)
@@ -268,14 +263,13 @@ chatgw_store_group_commit_batch_size_count 1
 	}
 }
 
-// TestOff: a nil *Metrics and a Request begun without one record nothing
+// TestOff: a nil *Metrics, and the nil *Request it begins, record nothing
 // and allocate nothing.
 func TestOff(t *testing.T) {
 	var m *metrics.Metrics
 	usage := json.RawMessage(`{"prompt_tokens":1}`)
 	allocs := testing.AllocsPerRun(100, func() {
-		var r metrics.Request
-		r.Begin(m, time.Now())
+		r := m.Begin(time.Now())
 		r.SetRoute(m.Route("GET", "/", ""))
 		r.UpstreamCall("a", "/chat/completions", "local", 1, time.Millisecond)
 		r.StreamStarts()
@@ -298,26 +292,25 @@ func TestOff(t *testing.T) {
 	}
 }
 
-// TestEndAllocs: once its children are cached, a request allocates nothing.
+// TestEndAllocs: once its children are cached, a request allocates its
+// Request alone.
 func TestEndAllocs(t *testing.T) {
 	m, _ := newMetrics(t, true)
 	rt := m.Route("GET", "/v1/models", "")
 	chat := m.Route("POST", "/v1/chat/completions", metrics.OpChat)
 	run := func() {
-		var r metrics.Request
-		r.Begin(m, time.Now())
+		r := m.Begin(time.Now())
 		r.SetRoute(rt)
 		r.End("GET", 200, nil, "acme")
-		var c metrics.Request
-		c.Begin(m, time.Now())
+		c := m.Begin(time.Now())
 		c.SetRoute(chat)
 		c.UpstreamCall("lm-4-scout", "/chat/completions", "local", 1, time.Millisecond)
 		c.AnswerStarts()
 		c.End("POST", 200, nil, "acme")
 	}
 	run()
-	if allocs := testing.AllocsPerRun(100, run); allocs != 0 {
-		t.Errorf("%v allocations per request", allocs)
+	if allocs := testing.AllocsPerRun(100, run); allocs > 2 {
+		t.Errorf("%v allocations for two requests, want at most 2 (their Requests)", allocs)
 	}
 }
 
@@ -429,8 +422,7 @@ func TestConcurrent(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for i := range each {
-				var r metrics.Request
-				r.Begin(m, time.Now())
+				r := m.Begin(time.Now())
 				r.SetRoute(rt)
 				r.UpstreamCall("lm-4-scout", "/chat/completions", "local", 1, time.Microsecond)
 				r.End("POST", 200+i%3, nil, []string{"acme", "globex"}[g%2])

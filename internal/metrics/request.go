@@ -72,10 +72,10 @@ func (m *Metrics) Route(method, path, op string) *Route {
 	return &Route{m: m, route: path, method: method, op: op}
 }
 
-// Request is the metrics of one request, kept in its httpx.Info so that it
-// costs no allocation. The zero Request, or one begun with a nil *Metrics,
-// records nothing. Its methods run on the request's goroutine, except
-// AddWait and GuardDecision, which are safe from any.
+// Request is the metrics of one request, found through its httpx.Info. A
+// nil *Request (a gateway without metrics) records nothing. Its methods run
+// on the request's goroutine, except AddWait and GuardDecision, which are
+// safe from any.
 type Request struct {
 	m     *Metrics
 	route *Route
@@ -107,23 +107,30 @@ type callLabels struct {
 	attempt             int
 }
 
-// Begin starts r, a request that arrived at start, on m (nil: r records
-// nothing).
-func (r *Request) Begin(m *Metrics, start time.Time) {
-	r.m, r.start = m, start
+// Begin returns the metrics of a request that arrived at start: nil for a
+// nil m, so that a gateway without metrics allocates nothing for them.
+func (m *Metrics) Begin(start time.Time) *Request {
+	if m == nil {
+		return nil
+	}
+	return &Request{m: m, start: start}
 }
 
 // SetRoute sets the route that matched the request.
-func (r *Request) SetRoute(rt *Route) { r.route = rt }
+func (r *Request) SetRoute(rt *Route) {
+	if r != nil {
+		r.route = rt
+	}
+}
 
 // On reports whether r records anything.
-func (r *Request) On() bool { return r != nil && r.m != nil }
+func (r *Request) On() bool { return r != nil }
 
 // UpstreamCall notes a call to the Upstream for alias on the API path path
 // that took d (Do's return) and was answered by provider at attempt, or
 // failed (provider "").
 func (r *Request) UpstreamCall(alias, path, provider string, attempt int, d time.Duration) {
-	if r.m == nil {
+	if r == nil {
 		return
 	}
 	r.wait.Add(int64(d))
@@ -138,7 +145,7 @@ func (r *Request) UpstreamCall(alias, path, provider string, attempt int, d time
 // AddWait adds d to the time spent blocked on the upstream (reading an
 // answer). It is safe for concurrent use.
 func (r *Request) AddWait(d time.Duration) {
-	if r.m != nil {
+	if r != nil {
 		r.wait.Add(int64(d))
 	}
 }
@@ -146,7 +153,7 @@ func (r *Request) AddWait(d time.Duration) {
 // AnswerStarts marks the moment the answer starts to be written: the end of
 // the interval chatgw_overhead_seconds measures. Only the first mark counts.
 func (r *Request) AnswerStarts() {
-	if r.m == nil || r.answerAt != 0 {
+	if r == nil || r.answerAt != 0 {
 		return
 	}
 	r.answerAt = max(time.Since(r.start), 1)
@@ -155,7 +162,7 @@ func (r *Request) AnswerStarts() {
 
 // StreamStarts notes that the answer is relayed as a stream.
 func (r *Request) StreamStarts() {
-	if r.m == nil {
+	if r == nil {
 		return
 	}
 	r.stream = true
@@ -165,7 +172,7 @@ func (r *Request) StreamStarts() {
 // FirstChunk marks the first chunk of a stream, about to be sent: the time
 // to first token, and the start of the answer.
 func (r *Request) FirstChunk() {
-	if r.m == nil || r.firstChunk != 0 {
+	if r == nil || r.firstChunk != 0 {
 		return
 	}
 	r.firstChunk = max(time.Since(r.start), 1)
@@ -175,7 +182,7 @@ func (r *Request) FirstChunk() {
 // StreamEnds notes how the stream ended, outcome one of the Stream
 // constants.
 func (r *Request) StreamEnds(outcome string) {
-	if r.m == nil {
+	if r == nil {
 		return
 	}
 	rt := r.routeOrUnmatched()
@@ -196,7 +203,7 @@ func (rt *Route) streamGauge() prometheus.Gauge {
 // Usage notes the usage object of the answer relayed (nil when it had
 // none): its input and output tokens as the upstream counted them.
 func (r *Request) Usage(raw json.RawMessage) {
-	if r.m == nil {
+	if r == nil {
 		return
 	}
 	r.in, r.out, r.haveUsage = tokensOf(raw)
@@ -214,10 +221,10 @@ func (r *Request) routeOrUnmatched() *Route {
 // authentication). reqMethod is the request's, counted only when no route
 // matched (a route's requests are of its own method).
 func (r *Request) End(reqMethod string, status int, err *errcat.Error, tenant string) {
-	m := r.m
-	if m == nil {
+	if r == nil {
 		return
 	}
+	m := r.m
 	d := time.Since(r.start)
 	rt := r.routeOrUnmatched()
 	meth := ""

@@ -40,7 +40,7 @@ func TestGuardMetrics(t *testing.T) {
 		info := new(httpx.Info)
 		info.Init("req_guard", slog.New(slog.DiscardHandler))
 		info.Tenant = "acme"
-		info.Metrics.Begin(m, time.Now())
+		info.Metrics = m.Begin(time.Now())
 		c := newFakeClassifier(tc.verdict, tc.err)
 		_, _ = preflight.Check(httpx.WithInfo(context.Background(), info), guardRequest(tc.mode, guardBody, &preflight.Guard{Classifier: c}))
 		<-c.done

@@ -52,7 +52,7 @@ func TestMetrics(t *testing.T) {
 			}
 			info := new(httpx.Info)
 			info.Init("req-1", slog.New(slog.DiscardHandler))
-			info.Metrics.Begin(m, time.Now())
+			info.Metrics = m.Begin(time.Now())
 			info.Metrics.SetRoute(m.Route("POST", "/v1/chat/completions", metrics.OpChat))
 			info.Metrics.UpstreamCall("lm-4-scout", "/chat/completions", "local", 1, time.Millisecond)
 			ctx, cancel := context.WithCancel(httpx.WithInfo(context.Background(), info))
@@ -106,7 +106,7 @@ func TestMetricsJSON(t *testing.T) {
 	}
 	info := new(httpx.Info)
 	info.Init("req-1", slog.New(slog.DiscardHandler))
-	info.Metrics.Begin(m, time.Now())
+	info.Metrics = m.Begin(time.Now())
 	info.Metrics.SetRoute(m.Route("POST", "/v1/embeddings", metrics.OpEmbeddings))
 	info.Metrics.UpstreamCall("lm-embed", "/embeddings", "cloudA", 2, time.Millisecond)
 	r := httptest.NewRequest("POST", "/", nil).WithContext(httpx.WithInfo(context.Background(), info))

@@ -50,7 +50,7 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 		stopSD := context.AfterFunc(sd, func() { body.Close() })
 		defer stopSD()
 	}
-	rec := &httpx.InfoFrom(r.Context()).Metrics
+	rec := httpx.InfoFrom(r.Context()).Metrics
 	if rec.On() && opts.Capture == nil {
 		opts.Capture = &Capture{UsageOnly: true} // the answer's tokens, for the metrics
 	}

@@ -54,6 +54,7 @@ type config struct {
 	GuardLlamaModel  string        `env:"GUARD_LLAMA_GUARD_MODEL" help:"content guard: model name of the Llama Guard requests; empty: omitted"`
 	GuardThreshold   float64       `env:"GUARD_THRESHOLD, default=0.5" help:"content guard: moderation score at or above which a category is flagged"`
 	GuardTimeout     time.Duration `env:"GUARD_TIMEOUT, default=2s" help:"content guard: most one classification may take; a block tenant's request then answers 503"`
+	MetricsAddr      string        `env:"METRICS_ADDR" help:"address of the Prometheus metrics listener, serving /metrics without a bearer; unset: no metrics"`
 	Dev              bool          `help:"development mode: generated admin token, demo backend when none answers"`
 	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`
 }

@@ -21,7 +21,8 @@ type Route struct {
 
 	requests  cache[requestKey, requestChildren]
 	durations cache[durationKey, prometheus.Observer]
-	server    cache[serverKey, serverChildren]
+	server    cache[serverKey, prometheus.Observer]
+	tokenTime cache[serverKey, tokenTimes]     // errType ""
 	overhead  cache[bool, prometheus.Observer] // by stream
 	endings   cache[string, prometheus.Counter]
 	streams   cache[struct{}, prometheus.Gauge]
@@ -50,10 +51,9 @@ type serverKey struct {
 	alias, provider, errType string
 }
 
-// serverChildren are the gen_ai_server_* children of one operation, alias
-// and provider.
-type serverChildren struct {
-	duration   prometheus.Observer // of the error type of the key
+// tokenTimes are the time-to-first-token and time-per-output-token children
+// of one alias and provider, made when a stream of theirs first succeeds.
+type tokenTimes struct {
 	ttft, tpot prometheus.Observer
 }
 
@@ -296,17 +296,15 @@ func (r *Request) observeServer(rt *Route, d time.Duration, code string) {
 	if r.answered {
 		provider = r.call.provider
 	}
-	ch := rt.server.get(serverKey{alias, provider, code}, func() serverChildren {
-		return serverChildren{
-			duration: m.serverDur.WithLabelValues(rt.op, alias, provider, code),
-			ttft:     m.ttft.WithLabelValues(rt.op, alias, provider),
-			tpot:     m.tpot.WithLabelValues(rt.op, alias, provider),
-		}
-	})
-	ch.duration.Observe(d.Seconds())
+	rt.server.get(serverKey{alias, provider, code}, func() prometheus.Observer {
+		return m.serverDur.WithLabelValues(rt.op, alias, provider, code)
+	}).Observe(d.Seconds())
 	if r.streamEnd == 0 || r.firstChunk == 0 {
 		return // the conventions record these for successful responses
 	}
+	ch := rt.tokenTime.get(serverKey{alias: alias, provider: provider}, func() tokenTimes {
+		return tokenTimes{ttft: m.ttft.WithLabelValues(rt.op, alias, provider), tpot: m.tpot.WithLabelValues(rt.op, alias, provider)}
+	})
 	ch.ttft.Observe(r.firstChunk.Seconds())
 	if r.haveUsage && r.out > 1 {
 		ch.tpot.Observe((r.streamEnd - r.firstChunk).Seconds() / float64(r.out-1))

@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -355,4 +357,79 @@ func metricsHistogram(t *testing.T, reg *prometheus.Registry, name string, want 
 		t.Fatalf("%s%v: %d series, want 1", name, want, len(found))
 	}
 	return found[0]
+}
+
+// TestMetricsDocumented: every family the gateway registers is listed in
+// the README's "Observing chatgw", and every metric the Grafana dashboard
+// queries is one the gateway registers.
+func TestMetricsDocumented(t *testing.T) {
+	rec := &recordingRegisterer{Registerer: prometheus.NewRegistry()}
+	metricsEnv(t, rec, upstreamtest.Config{})
+	if len(rec.names) < 10 {
+		t.Fatalf("only %d families registered: %v", len(rec.names), rec.names)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Observing chatgw")
+	section, _, _ = strings.Cut(section, "\n## ")
+	for name := range rec.names {
+		if !strings.Contains(section, "| `"+name+"` |") {
+			t.Errorf("README's Observing chatgw has no row for %s", name)
+		}
+	}
+	dashboard, err := os.ReadFile(filepath.Join("docs", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Targets []struct{ Expr string } `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dashboard, &d); err != nil {
+		t.Fatalf("docs/grafana-dashboard.json: %v", err)
+	}
+	metric := regexp.MustCompile(`\b((?:chatgw|gen_ai|http_server)_[a-z_]+)\{`) // a selector's metric, not a label
+	queried := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, sm := range metric.FindAllStringSubmatch(tg.Expr, -1) {
+				m := sm[1]
+				queried++
+				base := m
+				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+					base = strings.TrimSuffix(base, suffix)
+				}
+				if !rec.names[base] && !rec.names[m] {
+					t.Errorf("the dashboard queries %s, which the gateway does not export", m)
+				}
+			}
+		}
+	}
+	if queried == 0 {
+		t.Error("the dashboard queries no chatgw metric")
+	}
+}
+
+// recordingRegisterer notes the names of the families registered with it.
+type recordingRegisterer struct {
+	prometheus.Registerer
+	names map[string]bool
+}
+
+func (r *recordingRegisterer) Register(c prometheus.Collector) error {
+	if r.names == nil {
+		r.names = map[string]bool{}
+	}
+	descs := make(chan *prometheus.Desc, 16)
+	go func() { c.Describe(descs); close(descs) }()
+	name := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range descs {
+		if m := name.FindStringSubmatch(d.String()); m != nil {
+			r.names[m[1]] = true
+		}
+	}
+	return r.Registerer.Register(c)
 }

@@ -1,7 +1,9 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -432,4 +434,36 @@ func (r *recordingRegisterer) Register(c prometheus.Collector) error {
 		}
 	}
 	return r.Registerer.Register(c)
+}
+
+// failingLimiter is a rate limiter whose store cannot be reached.
+type failingLimiter struct{}
+
+func (failingLimiter) Allow(context.Context, auth.Digest, auth.Rate) (bool, time.Duration, error) {
+	return false, 0, errors.New("database unreachable")
+}
+
+// TestMetricsLimiterFailure: a failing limiter's refusals (fail-closed) and
+// passes (fail-open) are counted apart.
+func TestMetricsLimiterFailure(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		reg := prometheus.NewPedanticRegistry()
+		e, _ := metricsEnv(t, reg, upstreamtest.Config{}, gateway.WithRateLimiter(failingLimiter{}), gateway.WithRateLimitFailOpen(open))
+		e.do(t, call{method: "GET", path: "/v1/models", token: "admin"})
+		want := `
+# HELP chatgw_rate_limit_rejections_total Requests refused by the per-token rate limit: exceeded (429) or limiter_unavailable (the limiter failed, 500 storage_error).
+# TYPE chatgw_rate_limit_rejections_total counter
+chatgw_rate_limit_rejections_total{kind="limiter_unavailable",tenant="acme"} 1
+`
+		if open {
+			want = `
+# HELP chatgw_rate_limit_bypassed_total Requests let through without their rate limit because the limiter failed (fail-open).
+# TYPE chatgw_rate_limit_bypassed_total counter
+chatgw_rate_limit_bypassed_total{tenant="acme"} 1
+`
+		}
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "chatgw_rate_limit_rejections_total", "chatgw_rate_limit_bypassed_total"); err != nil {
+			t.Errorf("fail-open %v: %v", open, err)
+		}
+	}
 }

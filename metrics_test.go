@@ -236,7 +236,7 @@ func metricsVocabulary(patterns []string) map[string]func(string) bool {
 		"from":                      providers,
 		"to":                        providers,
 		"reason":                    attemptErrors,
-		"outcome":                   in("done", "client_cancel", "upstream_error", "truncated", "shutdown", "commit_failed"),
+		"outcome":                   in("done", "client_cancel", "upstream_error", "truncated", "shutdown", "commit_failed", "_OTHER"),
 		"kind":                      in("exceeded", "limiter_unavailable", "model_quota_exhausted", "cloudB_daily_quota_exhausted", "view", "update", "batch", "_OTHER"),
 		"mode":                      in("audit", "block", "_OTHER"),
 		"decision":                  in("allowed", "flagged", "failed", "_OTHER"),

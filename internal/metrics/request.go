@@ -185,6 +185,11 @@ func (r *Request) StreamEnds(outcome string) {
 	if r == nil {
 		return
 	}
+	switch outcome {
+	case StreamDone, StreamClientCancel, StreamUpstreamErr, StreamTruncated, StreamShutdown, StreamCommitFailed:
+	default:
+		outcome = Other
+	}
 	rt := r.routeOrUnmatched()
 	rt.streamGauge().Dec()
 	if outcome == StreamDone {

@@ -17,7 +17,8 @@ import (
 
 // metricsRegistry is the registry of gatewayd's metrics, with the Go
 // runtime's and the process's collectors beside the gateway's; nil when
-// GATEWAY_METRICS_ADDR is unset ("unset: no metrics listener").
+// GATEWAY_METRICS_ADDR is unset ("unset: no metrics listener",
+// docs/contract.md#93-observability).
 func metricsRegistry(cfg *config) *prometheus.Registry {
 	if cfg.MetricsAddr == "" {
 		return nil

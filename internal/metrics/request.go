@@ -156,8 +156,14 @@ func (r *Request) AnswerStarts() {
 	if r == nil || r.answerAt != 0 {
 		return
 	}
-	r.answerAt = max(time.Since(r.start), 1)
-	r.waitAtAnswer = r.wait.Load()
+	r.answerStartsAt(time.Since(r.start))
+}
+
+// answerStartsAt is AnswerStarts at d after the request's start.
+func (r *Request) answerStartsAt(d time.Duration) {
+	if r.answerAt == 0 {
+		r.answerAt, r.waitAtAnswer = max(d, 1), r.wait.Load()
+	}
 }
 
 // StreamStarts notes that the answer is relayed as a stream.
@@ -176,7 +182,7 @@ func (r *Request) FirstChunk() {
 		return
 	}
 	r.firstChunk = max(time.Since(r.start), 1)
-	r.AnswerStarts()
+	r.answerStartsAt(r.firstChunk)
 }
 
 // StreamEnds notes how the stream ended, outcome one of the Stream

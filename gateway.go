@@ -38,6 +38,7 @@ import (
 	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/images"
 	"github.com/chatgw/gateway/internal/apidocs"
+	"github.com/chatgw/gateway/internal/metrics"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/quota"
@@ -65,6 +66,7 @@ type Gateway struct {
 	limitFailLogged atomic.Int64
 	catalog         *upstream.Catalog // with backend statuses, as /v1/info shows it
 	log             *slog.Logger
+	metrics         *metrics.Metrics // nil: no metrics
 
 	errorsJSON http.Handler
 	errorsHTML http.Handler
@@ -130,6 +132,9 @@ func (g *Gateway) wire() error {
 		c.catalog = cat
 	}
 	g.catalog = c.catalog.WithStatus(c.backends)
+	if err := g.wireMetrics(); err != nil {
+		return err
+	}
 	if c.store == nil {
 		db, err := boltstore.Open(filepath.Join(c.dataDir, "gateway.db"))
 		if err != nil {
@@ -139,7 +144,7 @@ func (g *Gateway) wire() error {
 		g.closers = append(g.closers, db.Close)
 	}
 	if c.upstream == nil {
-		r, err := upstream.NewRouter(c.catalog, c.backends, upstream.WithLogger(c.logger))
+		r, err := upstream.NewRouter(c.catalog, c.backends, upstream.WithLogger(c.logger), upstream.WithObserver(g.attemptObserver()))
 		if err != nil {
 			return fmt.Errorf("gateway: upstream router: %w", err)
 		}
@@ -154,6 +159,7 @@ func (g *Gateway) wire() error {
 	g.usage = usage.New(usage.Config{Store: c.store, Clock: c.clock, Logger: c.logger, Retention: c.usageKeep})
 	g.closers = append(g.closers, g.usage.Close)
 	g.limiter = limiterOf(c)
+	g.instrument()
 	if err := g.wireFamilies(); err != nil {
 		return err
 	}
@@ -195,6 +201,7 @@ func (g *Gateway) wireFamilies() error {
 	quotas := quota.New(quota.Config{
 		Store: c.store, Clock: c.clock, Catalog: g.catalog, Logger: c.logger,
 		ReservationTTL: max(quota.DefaultReservationTTL, c.backends.TotalTimeout+5*time.Minute),
+		Refused:        g.quotaRefused(),
 	})
 	g.openai = openai.New(openai.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,

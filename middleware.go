@@ -16,6 +16,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/metrics"
 	"github.com/chatgw/gateway/internal/redact"
 	"github.com/julienschmidt/httprouter"
 )
@@ -46,6 +47,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	info, sw := &st.info, &st.sw
 	info.Init(requestID(r.Header.Get(httpx.HeaderRequestID)), g.log)
 	info.Shutdown = g.shutdown
+	info.Metrics = g.metrics.Begin(start)
 	info.SetRequestIDHeader(w.Header())
 	*sw = statusWriter{ResponseWriter: w, info: info}
 	defer func() {
@@ -56,6 +58,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		g.logRequest(r, sw, info, start)
+		info.Metrics.End(r.Method, sw.status, info.Err, info.Tenant)
 	}()
 	if r.ContentLength > g.cfg.bodyLimit {
 		writeError(sw, info, errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", g.cfg.bodyLimit))
@@ -121,9 +124,11 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 // whose context carries the Info, the path parameters and the principal
 // (one Request copy).
 func (g *Gateway) wrap(rt route) httprouter.Handle {
+	mr := g.metrics.Route(rt.method, rt.path, operationOf(rt.path)) // resolved once, not per request
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		info := infoOf(w)
 		info.Route = rt.path
+		info.Metrics.SetRoute(mr)
 		ctx := httpx.NewContext(r.Context(), info, ps)
 		if rt.user == public {
 			rt.h(w, r.WithContext(ctx))
@@ -202,10 +207,13 @@ func (g *Gateway) limit(ctx context.Context, p *auth.Principal) error {
 	switch {
 	case err != nil && g.cfg.rateFail:
 		g.logLimiterFailure(err)
+		g.metrics.RateLimitBypassed(p.Tenant.ID)
 		return nil
 	case err != nil:
+		g.metrics.RateLimited(p.Tenant.ID, metrics.RateLimiterUnavailable)
 		return errcat.Storage(fmt.Errorf("rate limit: %w", err))
 	case !ok:
+		g.metrics.RateLimited(p.Tenant.ID, metrics.RateExceeded)
 		return &errcat.Error{Code: errcat.RateLimitExceeded, Message: "Rate limit exceeded", RetryAfter: retrySeconds(wait)}
 	}
 	return nil

@@ -23,6 +23,7 @@ type config struct {
 	tokens      TokenCatalog
 	clock       Clock
 	logger      *slog.Logger
+	metrics     metricsConfig // see metrics.go
 	rate        auth.Rate
 	limiter     RateLimiter
 	rateFail    bool // let requests pass when the limiter fails

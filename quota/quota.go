@@ -47,6 +47,13 @@ type Config struct {
 	// end, so it should exceed the upstream's total time-out. Zero or
 	// negative means DefaultReservationTTL.
 	ReservationTTL time.Duration
+	// Refused, when not nil, is called once for each request Admit refuses
+	// for want of budget, with the tenant's ID, the alias and the code of the
+	// refusal (model_quota_exhausted or cloudB_daily_quota_exhausted), after
+	// the transaction: the gateway counts refusals in its metrics. A store
+	// failure is not a refusal. It runs on the caller's goroutine and must
+	// not block. Nil calls nothing.
+	Refused func(tenantID, alias string, code errcat.Code)
 }
 
 // Accountant keeps the daily counters of every tenant and alias with a budget
@@ -57,6 +64,7 @@ type Accountant struct {
 	clock      clock.Clock
 	log        *slog.Logger
 	ttl        time.Duration
+	refused    func(tenantID, alias string, code errcat.Code)
 	candidates []candidate  // possible available_fallbacks, in catalog order
 	latest     atomic.Int64 // latest UTC day seen: a clock stepping back keeps it
 	purged     atomic.Int64 // the day before which this Accountant deleted the counters
@@ -81,7 +89,7 @@ func New(cfg Config) *Accountant {
 	if cfg.Store == nil {
 		panic("quota.New: Config.Store is nil")
 	}
-	a := &Accountant{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ttl: cfg.ReservationTTL}
+	a := &Accountant{st: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ttl: cfg.ReservationTTL, refused: cfg.Refused}
 	if a.clock == nil {
 		a.clock = clock.Wall{}
 	}
@@ -144,7 +152,11 @@ func (a *Accountant) Admit(ctx context.Context, t *auth.Tenant, m *upstream.Mode
 	})
 	if err != nil {
 		// A refusal is the *errcat.Error fn returned; anything else is the store's.
-		return nil, errcat.FromStore(fmt.Errorf("quota.Admit: tenant %q alias %q: %w", t.ID, m.Alias, err))
+		err = errcat.FromStore(fmt.Errorf("quota.Admit: tenant %q alias %q: %w", t.ID, m.Alias, err))
+		if code := errcat.CodeOf(err); a.refused != nil && (code == errcat.ModelQuotaExhausted || code == errcat.CloudBDailyQuotaExhausted) {
+			a.refused(t.ID, m.Alias, code)
+		}
+		return nil, err
 	}
 	return tk, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store/memstore"
@@ -236,4 +237,37 @@ func TestNewWithoutStorePanics(t *testing.T) {
 		}
 	}()
 	quota.New(quota.Config{})
+}
+
+// refusal is one call of Config.Refused.
+type refusal struct {
+	Tenant, Alias string
+	Code          errcat.Code
+}
+
+// TestRefused: Config.Refused hears of each refusal, once, with its code, and
+// of nothing else (an admission, a store failure).
+func TestRefused(t *testing.T) {
+	cat := testCatalog(t)
+	st := memstore.New()
+	var got []refusal
+	a := quota.New(quota.Config{Store: st, Catalog: cat, Clock: clock.NewFake(noon),
+		Refused: func(tenant, alias string, code errcat.Code) { got = append(got, refusal{tenant, alias, code}) }})
+	ten := tenant("acme", map[string]auth.Quota{"lm-4-scout": {RequestsPerDay: 1}, "lm-4-scout-cloudB": {RequestsPerDay: 1}})
+	ctx := t.Context()
+	for _, alias := range []string{"lm-4-scout", "lm-4-scout", "lm-4-scout-cloudB", "lm-4-scout-cloudB", "lm-4-scout-local"} {
+		tk, _ := a.Admit(ctx, ten, lookup(t, cat, alias), 10)
+		tk.Settle(ctx, 1)
+	}
+	st.FailNext(errors.New("disk on fire"))
+	if _, err := a.Admit(ctx, ten, lookup(t, cat, "lm-4-scout"), 10); errcat.CodeOf(err) != errcat.StorageError {
+		t.Fatalf("Admit over a failing store: %v, want storage_error", err)
+	}
+	want := []refusal{
+		{"acme", "lm-4-scout", errcat.ModelQuotaExhausted},
+		{"acme", "lm-4-scout-cloudB", errcat.CloudBDailyQuotaExhausted},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("refusals mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -17,18 +17,8 @@ type outcome struct {
 	answered bool          // the backend answered with a non-2xx status
 	silent   bool          // the backend took the request but sent no first byte in time
 	retry    bool          // the next backend of the chain may be tried
+	att      Attempt       // what the Observer is told of a failed attempt; zero when nothing was sent
 }
-
-// Attempt outcomes, as logged.
-const (
-	outcomeOK               = "ok"
-	outcomeStatus           = "status"
-	outcomeConnectError     = "connect_error"
-	outcomeFirstByteTimeout = "first_byte_timeout"
-	outcomeTotalTimeout     = "total_timeout"
-	outcomeCancelled        = "cancelled"
-	outcomeInvalidBody      = "invalid_body"
-)
 
 // attempt sends req to one backend. Its context derives from total (the caller's
 // ctx bounded by the total time-out); a timer cancels only this attempt when the
@@ -62,28 +52,36 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 		cause := r.transportCause(t, err)
 		switch {
 		case ctx.Err() != nil:
-			o, kind = outcome{err: callerDone(ctx)}, outcomeCancelled
+			o, kind = outcome{err: callerDone(ctx)}, OutcomeCancelled
 		case total.Err() != nil:
-			o, kind = outcome{err: timeoutError(cause)}, outcomeTotalTimeout
+			o, kind = outcome{err: timeoutError(cause)}, OutcomeTotalTimeout
 		case errors.As(err, &bodyErr): // a streamed body that is not valid (invalidMultipart)
-			o, kind = outcome{err: bodyErr}, outcomeInvalidBody
+			o, kind = outcome{err: bodyErr}, OutcomeInvalidBody
 		case firstByteTimedOut:
-			o, kind = outcome{err: firstByteTimeout(cause), silent: true, retry: true}, outcomeFirstByteTimeout
+			o, kind = outcome{err: firstByteTimeout(cause), silent: true, retry: true}, OutcomeFirstByteTimeout
 		default:
-			o, kind = outcome{err: unavailable("no model backend could be reached", cause), retry: true}, outcomeConnectError
+			o, kind = outcome{err: unavailable("no model backend could be reached", cause), retry: true}, OutcomeConnectError
 		}
 		r.logAttempt(ctx, req, t, n, kind, 0, start, slog.String("error", r.transportText(err)))
+		o.att = attemptOf(req, t, n, kind, 0, start)
 		return o
 	}
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		r.logAttempt(ctx, req, t, n, outcomeOK, resp.StatusCode, start)
+		r.logAttempt(ctx, req, t, n, OutcomeOK, resp.StatusCode, start)
+		body := &responseBody{rc: resp.Body, ctx: ctx, total: total, cancel: cancel}
+		if r.obs != nil {
+			// The attempt goes on while the caller reads: it is reported
+			// when the body is closed.
+			body.obs, body.att = r.obs, attemptOf(req, t, n, OutcomeOK, resp.StatusCode, start)
+		}
 		return outcome{resp: &Response{
 			StatusCode:  resp.StatusCode,
 			Header:      resp.Header,
-			Body:        &responseBody{rc: resp.Body, ctx: ctx, total: total, cancel: cancel},
+			Body:        body,
 			Provider:    t.provider,
 			RouterAlias: t.routerAlias,
+			Attempt:     n,
 		}}
 	}
 
@@ -92,17 +90,18 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 	e, summary := r.answerError(resp, t)
 	bodyTimer.Stop()
 	cancel()
-	kind := outcomeStatus
+	kind := OutcomeStatus
 	switch {
 	case ctx.Err() != nil:
-		e, kind = callerDone(ctx), outcomeCancelled
+		e, kind = callerDone(ctx), OutcomeCancelled
 	case total.Err() != nil:
-		e, kind = timeoutError(total.Err()), outcomeTotalTimeout
+		e, kind = timeoutError(total.Err()), OutcomeTotalTimeout
 	}
 	r.logAttempt(ctx, req, t, n, kind, resp.StatusCode, start, slog.String("body", summary))
-	retry := kind == outcomeStatus &&
+	retry := kind == OutcomeStatus &&
 		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500)
-	return outcome{err: e, answered: kind == outcomeStatus, retry: retry}
+	return outcome{err: e, answered: kind == OutcomeStatus, retry: retry,
+		att: attemptOf(req, t, n, kind, resp.StatusCode, start)}
 }
 
 func (r *Router) setHeaders(h http.Header, req *Request, t *target) {
@@ -130,7 +129,7 @@ func (r *Router) setHeaders(h http.Header, req *Request, t *target) {
 // (redact.Body). It never logs keys or bodies.
 func (r *Router) logAttempt(ctx context.Context, req *Request, t *target, n int, kind string, status int, start time.Time, detail ...slog.Attr) {
 	level := slog.LevelInfo
-	if kind != outcomeOK {
+	if kind != OutcomeOK {
 		level = slog.LevelWarn
 	}
 	if !r.log.Enabled(ctx, level) {

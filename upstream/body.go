@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/redact"
@@ -256,6 +257,10 @@ type responseBody struct {
 	ctx    context.Context // the caller's context
 	total  context.Context // ctx bounded by the total time-out
 	cancel func()
+	// obs, when not nil, is told of the attempt (att) on Close, with the
+	// outcome of the first failed read, if any.
+	obs Observer
+	att Attempt
 }
 
 // Read reads the upstream body. Errors other than io.EOF are *errcat.Error:
@@ -265,6 +270,9 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
 		err = b.mapErr(err)
+		if b.obs != nil && b.att.Outcome == OutcomeOK {
+			b.att.Outcome = readOutcome(err)
+		}
 	}
 	return n, err
 }
@@ -286,5 +294,11 @@ func (b *responseBody) mapErr(err error) error {
 func (b *responseBody) Close() error {
 	err := b.rc.Close()
 	b.cancel()
+	if b.obs != nil {
+		obs := b.obs
+		b.obs = nil // the attempt ends once
+		b.att.Duration = time.Since(b.att.start)
+		obs.ObserveAttempt(b.ctx, b.att)
+	}
 	return err
 }

@@ -28,6 +28,7 @@ type Router struct {
 	log          *slog.Logger
 	san          *sanitizer
 	probeTimeout time.Duration
+	obs          Observer // nil: attempts are only logged
 }
 
 var (
@@ -62,6 +63,7 @@ type routerOptions struct {
 	logger       *slog.Logger
 	transport    http.RoundTripper
 	probeTimeout time.Duration
+	observer     Observer
 }
 
 // WithLogger sets the logger of attempts and outcomes. Default: discard.
@@ -121,6 +123,7 @@ func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
 		log:          o.logger,
 		san:          newSanitizer(b),
 		probeTimeout: o.probeTimeout,
+		obs:          o.observer,
 	}
 	if err := r.cat.validate(); err != nil {
 		return nil, fmt.Errorf("upstream.NewRouter: %w", err)
@@ -191,6 +194,12 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 			attemptCancel := body.cancel
 			body.cancel = func() { attemptCancel(); cancelTotal() }
 			return o.resp, nil
+		}
+		if r.obs != nil && o.att.Outcome != "" {
+			if o.retry && i+1 < len(chain) && p.retryable() {
+				o.att.Next = chain[i+1].provider
+			}
+			r.obs.ObserveAttempt(ctx, o.att)
 		}
 		if o.answered {
 			lastAnswered = o.err

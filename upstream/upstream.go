@@ -63,6 +63,9 @@ type Response struct {
 	// Fallback is true when an earlier backend of the chain was tried and failed
 	// (backends skipped as unconfigured do not count).
 	Fallback bool
+	// Attempt is the position of the answering backend among those tried,
+	// 1 for the first; 0 when the Upstream does not say.
+	Attempt int
 }
 
 // Prober is implemented by upstreams that can report readiness for /readyz.

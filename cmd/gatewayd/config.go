@@ -55,6 +55,7 @@ type config struct {
 	GuardLlamaModel  string        `env:"GUARD_LLAMA_GUARD_MODEL" help:"content guard: model name of the Llama Guard requests; empty: omitted"`
 	GuardThreshold   float64       `env:"GUARD_THRESHOLD, default=0.5" help:"content guard: moderation score at or above which a category is flagged"`
 	GuardTimeout     time.Duration `env:"GUARD_TIMEOUT, default=2s" help:"content guard: most one classification may take; a block tenant's request then answers 503"`
+	MetricsAddr      string        `env:"METRICS_ADDR" help:"address of the Prometheus metrics listener, serving /metrics without a bearer; unset: no metrics"`
 	Dev              bool          `help:"development mode: an admin token kept in the data dir, demo backend when none answers"`
 	DevToken         string        `help:"with -dev: the dev token to use instead of the one kept in the data dir"`
 	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`

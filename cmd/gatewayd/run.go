@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if st != nil {
 		defer st.Close() // after the gateway's Close, deferred below
 	}
+	reg := metricsRegistry(cfg)
 	g, err := gateway.New(
 		gateway.WithDataDir(cfg.DataDir),
 		gateway.WithStore(st),
@@ -74,6 +75,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		gateway.WithBodyTimeout(cfg.BodyTimeout, cfg.BodyMinRate),
 		gateway.WithClassifier(classifier),
 		gateway.WithGuardTimeout(cfg.GuardTimeout),
+		withMetrics(reg),
 	)
 	if err != nil {
 		return err
@@ -83,6 +85,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		return err
 	}
+	stopMetrics, err := serveMetrics(cfg, reg, log, stderr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics() // after the main server drained: its last requests are counted
 	base := "http://" + ln.Addr().String()
 	log.Info("gatewayd serving", "addr", base, "playground", base+"/playground", "errors", base+"/docs/errors")
 	fmt.Fprintf(stderr, "chatgw listening on %s (API %s/v1, playground %s/playground)\n", base, base, base)

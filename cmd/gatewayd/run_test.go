@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -126,8 +127,15 @@ func TestDevModeServesAgentsFromTheDirectory(t *testing.T) {
 // startDev runs gatewayd -dev on a free port and returns its base URL and token.
 func startDev(t *testing.T, args ...string) (base, token string, stop func() error) {
 	t.Helper()
+	base, token, _, stop = startDevOutput(t, args...)
+	return base, token, stop
+}
+
+// startDevOutput is startDev that also returns what gatewayd prints.
+func startDevOutput(t *testing.T, args ...string) (base, token string, out *testkit.Buffer, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &testkit.Buffer{}
+	out = &testkit.Buffer{}
 	done := make(chan error, 1)
 	args = append([]string{"-dev", "-addr", "127.0.0.1:0", "-data-dir", t.TempDir(), "-local-url", ""}, args...)
 	go func() { done <- run(ctx, args, envOf(nil), out) }()
@@ -141,7 +149,7 @@ func startDev(t *testing.T, args ...string) (base, token string, stop func() err
 			if tm == nil {
 				t.Fatalf("no token printed: %s", s)
 			}
-			return m[1], tm[1], func() error { cancel(); return <-done }
+			return m[1], tm[1], out, func() error { cancel(); return <-done }
 		}
 		select {
 		case err := <-done:
@@ -150,7 +158,7 @@ func startDev(t *testing.T, args ...string) (base, token string, stop func() err
 		}
 	}
 	t.Fatalf("gatewayd did not start: %s", out.String())
-	return "", "", nil
+	return "", "", nil, nil
 }
 
 func TestDevModeServesAndStopsCleanly(t *testing.T) {
@@ -189,5 +197,64 @@ func TestDevModeServesAndStopsCleanly(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Errorf("shutdown: %v", err)
+	}
+}
+
+// TestMetricsListener: GATEWAY_METRICS_ADDR serves the gateway's metrics,
+// the Go runtime's and the process's at /metrics on a listener of its own,
+// without a bearer; the API's listener does not serve them.
+func TestMetricsListener(t *testing.T) {
+	base, token, out, stop := startDevOutput(t, "-metrics-addr", "127.0.0.1:0")
+	defer stop()
+	req, _ := http.NewRequest("GET", base+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	url := regexp.MustCompile(`chatgw metrics on (http://\S+)\n`).FindStringSubmatch(out.String())
+	if url == nil {
+		t.Fatalf("no metrics address printed:\n%s", out)
+	}
+	resp, err = http.Get(url[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET /metrics = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	for _, want := range []string{
+		`chatgw_requests_total{error_type="",http_request_method="GET",http_response_status_code="200",http_route="/v1/models",tenant="dev"} 1`,
+		`chatgw_build_info{`, `go_goroutines `, `process_open_fds `,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the API's listener answers /metrics with %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestMetricsAddrTaken: a metrics address that cannot be listened on stops
+// start-up, naming the variable.
+func TestMetricsAddrTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = run(context.Background(), []string{"-dev", "-addr", "127.0.0.1:0", "-data-dir", t.TempDir(), "-local-url", "",
+		"-metrics-addr", ln.Addr().String()}, envOf(nil), &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "GATEWAY_METRICS_ADDR") {
+		t.Fatalf("run = %v, want a refusal naming GATEWAY_METRICS_ADDR", err)
 	}
 }

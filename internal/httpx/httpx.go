@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/metrics"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -37,6 +38,10 @@ type Info struct {
 	Tenant    string
 	Logger    *slog.Logger // carries request_id
 	Err       *errcat.Error
+	// Metrics is the request's metrics, begun by the middleware when the
+	// gateway has metrics (nil otherwise: its methods do nothing); the
+	// relay, the upstream decorator and the content guard add what they see.
+	Metrics *metrics.Request
 	// Body holds the request body when the middleware has already read it (JSON
 	// bodies of authenticated routes); ReadBody returns it instead of reading again.
 	Body     []byte

@@ -13,6 +13,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/metrics"
 	"github.com/chatgw/gateway/internal/redact"
 )
 
@@ -75,13 +76,16 @@ func (gr *guardRequest) block(ctx context.Context) error {
 	switch {
 	case v.Flagged():
 		gr.logFlagged(ctx, v)
+		gr.count(ctx, metrics.GuardFlagged)
 		return errcat.New(errcat.ContentBlocked, v.Param(),
 			"The tenant's content guard flagged the input ("+v.Param()+"); it was not sent to the model.")
 	case err != nil:
 		gr.logFailed(ctx, err)
+		gr.count(ctx, metrics.GuardFailed)
 		return &errcat.Error{Code: errcat.UpstreamUnavailable, Cause: err,
 			Message: "The content guard could not classify the request, so it was not sent to the model; retry later."}
 	}
+	gr.count(ctx, metrics.GuardAllowed)
 	return nil
 }
 
@@ -101,7 +105,22 @@ func (gr *guardRequest) audit(ctx context.Context) {
 		if err != nil {
 			gr.logFailed(ctx, err)
 		}
+		switch {
+		case v.Flagged():
+			gr.count(ctx, metrics.GuardFlagged)
+		case err != nil:
+			gr.count(ctx, metrics.GuardFailed)
+		default:
+			gr.count(ctx, metrics.GuardAllowed)
+		}
 	}()
+}
+
+// count counts the decision in the gateway's metrics: a flagged verdict wins
+// over a failure, as it does for the answer.
+func (gr *guardRequest) count(ctx context.Context, decision string) {
+	info := httpx.InfoFrom(ctx)
+	info.Metrics.GuardDecision(info.Tenant, gr.mode, decision)
 }
 
 // classify asks the classifier; without one it fails like an unreachable one.

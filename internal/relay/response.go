@@ -56,24 +56,32 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 		stopSD := context.AfterFunc(sd, func() { body.Close() })
 		defer stopSD()
 	}
+	rec := httpx.InfoFrom(r.Context()).Metrics
+	if rec.On() && opts.Capture == nil {
+		opts.Capture = &Capture{UsageOnly: true} // the answer's tokens, for the metrics
+	}
 
 	committed := false
+	var commitErr error
 	if commit := opts.Commit; commit != nil {
 		opts.Commit = func(ctx context.Context) error {
 			err := commit(ctx)
-			committed = err == nil
+			committed, commitErr = err == nil, err
 			return err
 		}
 	}
 	var res Result
 	if IsStream(resp.Header, opts.Stream) {
+		rec.StreamStarts()
 		res = relaySSE(w, r, body, &opts)
+		rec.StreamEnds(streamOutcome(r, res, commitErr, opts.maxBytes()))
 	} else {
 		res = relayJSON(w, r, body, &opts)
 	}
 	res.Committed = committed
 	if opts.Capture != nil {
 		opts.Capture.finish()
+		rec.Usage(opts.Capture.Usage)
 	}
 	return res
 }
@@ -129,6 +137,7 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 		}
 		h.Set(HeaderNotice, strings.Join(codes, ", "))
 	}
+	httpx.InfoFrom(ctx).Metrics.AnswerStarts()
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(b); err != nil {
 		return Result{Started: true, Err: err}
@@ -148,6 +157,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		failure  error
 		done     bool
 		haveMeta bool
+		relayed  bool // an event was relayed: the first chunk is behind
 	)
 	for ev, err := range sse.Read(body, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
 		if err != nil {
@@ -175,6 +185,10 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 					break
 				}
 			}
+		}
+		if !relayed {
+			relayed = true
+			httpx.InfoFrom(ctx).Metrics.FirstChunk()
 		}
 		mu.Lock()
 		werr := s.Event(ev.Type, ev.Data)
@@ -204,7 +218,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 			return reject(w, r, s, ShuttingDown())
 		}
 		if failure == nil {
-			failure = errors.New("relay: upstream stream ended without [DONE]")
+			failure = errNoDone
 		}
 		return fail(w, r, s, failure)
 	}

@@ -71,6 +71,18 @@ func (d *DB) Batch(ctx context.Context, fn func(store.Tx) error) error {
 	return d.run(ctx, "Batch", d.batch.submit, fn)
 }
 
+// ObserveCommits makes f hear of every group commit of Batch: it is called
+// with the number of Batch calls the commit held, after the commit, on the
+// goroutine that commits (so it must be quick), for the gateway's metrics. A
+// later call replaces f; nil stops the calls.
+func (d *DB) ObserveCommits(f func(calls int)) {
+	if f == nil {
+		d.batch.observe.Store(nil)
+		return
+	}
+	d.batch.observe.Store(&f)
+}
+
 // Close waits for running transactions, then closes the file and releases its
 // lock. Later calls of every method return store.ErrClosed.
 func (d *DB) Close() error {

@@ -197,3 +197,55 @@ func TestBatchGroupIsolatesFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestObserveCommits: every Batch call is in exactly one observed commit, and
+// a commit holds at most the maximum batch size; after ObserveCommits(nil)
+// nothing is observed.
+func TestObserveCommits(t *testing.T) {
+	db := mustOpen(t, boltstore.WithMaxBatchSize(4))
+	var (
+		mu    sync.Mutex
+		sizes []int
+	)
+	db.ObserveCommits(func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		sizes = append(sizes, n)
+	})
+	const calls = 50
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			key := []byte{byte(i)}
+			if err := db.Batch(context.Background(), func(tx store.Tx) error { return tx.Put([]byte("b"), key, key) }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	total := 0
+	for _, n := range sizes {
+		if n < 1 || n > 4 {
+			t.Errorf("a commit of %d calls, want 1 to 4", n)
+		}
+		total += n
+	}
+	mu.Unlock()
+	if total != calls {
+		t.Errorf("observed commits hold %d calls, want %d", total, calls)
+	}
+	db.ObserveCommits(nil)
+	if err := db.Batch(context.Background(), func(tx store.Tx) error { return tx.Put([]byte("b"), []byte("x"), []byte("y")) }); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	after := 0
+	for _, n := range sizes {
+		after += n
+	}
+	if after != calls {
+		t.Errorf("%d calls observed after ObserveCommits(nil)", after-calls)
+	}
+}

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -21,6 +22,8 @@ type committer struct {
 	wake    chan struct{} // capacity 1: "pending is not empty"
 	stop    chan struct{}
 	done    chan struct{}
+	// observe, when set, hears the size of each commit (DB.ObserveCommits).
+	observe atomic.Pointer[func(calls int)]
 }
 
 // batchCall is one Batch call waiting for its commit.
@@ -127,6 +130,9 @@ func (c *committer) commit(group []*batchCall) {
 			close(group[failed].done)
 			group = append(group[:failed:failed], group[failed+1:]...)
 			continue
+		}
+		if f := c.observe.Load(); f != nil {
+			(*f)(len(group))
 		}
 		for _, call := range group {
 			call.err = err

@@ -227,34 +227,71 @@ func TestScriptsUseRelativeURLsOnly(t *testing.T) {
 	}
 }
 
+// TestPlaygroundEndpointsAndTokenStorage: the playground is a /c1 client (the
+// chat, the conversation list, one conversation), reads the model catalog
+// from /v1/info, understands the stream's notices and errors, and keeps the
+// token in localStorage (issue 16: a reload keeps it) and nowhere else.
 func TestPlaygroundEndpointsAndTokenStorage(t *testing.T) {
 	src := asset(t, "playground.js")
 	lits := map[string]bool{}
 	for _, s := range jsStrings(t, src) {
 		lits[s] = true
 	}
-	for _, want := range []string{"v1/models", "v1/chat/completions", "c1/chat", "c1/conversations/", "gw.notice", "gw.error", "[DONE]", "gw-conversation-id", "x-conversation-id", "GW-User-Id", "Authorization"} {
+	for _, want := range []string{"v1/info", "c1/chat", "c1/conversations?limit=100", "c1/conversations/", "DELETE", "gw.notice", "gw.error", "[DONE]", "gw-conversation-id", "x-conversation-id", "gw-notice", "GW-User-Id", "Authorization", "unconfigured"} {
 		if !lits[want] {
 			t.Errorf("playground.js has no literal %q", want)
 		}
 	}
-	if strings.Contains(src, "localStorage") || strings.Contains(src, "document.cookie") {
-		t.Error("playground.js must keep the token in sessionStorage only")
+	if strings.Contains(src, "sessionStorage") || strings.Contains(src, "document.cookie") || strings.Contains(src, "indexedDB") {
+		t.Error("playground.js must keep the token in localStorage only")
 	}
-	if !strings.Contains(src, "sessionStorage") {
-		t.Error("playground.js does not use sessionStorage")
+	if !strings.Contains(src, "localStorage") || !strings.Contains(src, "store.removeItem(KEY_TOKEN)") {
+		t.Error("playground.js does not keep the token in localStorage, or cannot forget it")
+	}
+	// copy as curl never prints the token itself
+	if !lits[`-H "Authorization: Bearer $TOKEN"`] {
+		t.Error("playground.js's curl line does not stand $TOKEN for the token")
+	}
+}
+
+// TestPlaygroundFetchesThroughAPI: every request of the playground goes
+// through api(), which resolves against the page's directory, so no call can
+// leave a gateway mounted under a prefix or reach another origin.
+func TestPlaygroundFetchesThroughAPI(t *testing.T) {
+	src := asset(t, "playground.js")
+	calls := regexp.MustCompile(`\bfetch\(`).FindAllStringIndex(src, -1)
+	if len(calls) == 0 {
+		t.Fatal("playground.js has no fetch call")
+	}
+	for _, c := range calls {
+		if !strings.HasPrefix(src[c[1]:], "api(") {
+			t.Errorf("fetch(%.30s...) does not go through api()", src[c[1]:])
+		}
+	}
+	if strings.Contains(src, "new WebSocket") || strings.Contains(src, "EventSource") || strings.Contains(src, "sendBeacon") {
+		t.Error("playground.js opens a connection other than fetch(api(...))")
 	}
 }
 
 // TestNoMarkupInjection keeps the scripts free of the sinks that would turn
-// document or model text into markup.
+// document or model text into markup: model answers are rendered by building
+// elements and text nodes, never by parsing HTML.
 func TestNoMarkupInjection(t *testing.T) {
 	for _, name := range []string{"playground.js", "redoc.js", "landing.js"} {
 		src := asset(t, name)
-		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
+		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+			"srcdoc", "DOMParser", "createContextualFragment", "setHTML", "parseHTMLUnsafe", "setTimeout('", "setTimeout(\"", ".setAttribute('on", ".setAttribute('style", ".setAttribute('href", ".setAttribute('src"} {
 			if strings.Contains(src, sink) {
 				t.Errorf("%s uses %s", name, sink)
 			}
+		}
+	}
+	// The playground's links to model-chosen targets are http(s) only (a
+	// script URL stays text), and its images are data URIs only.
+	src := asset(t, "playground.js")
+	for _, guard := range []string{"if (!/^https?:/i.test(target))", "!/^data:image\\//.test(u)"} {
+		if !strings.Contains(src, guard) {
+			t.Errorf("playground.js lost the guard %s", guard)
 		}
 	}
 }

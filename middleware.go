@@ -30,6 +30,9 @@ func (g *Gateway) buildRouter(routes []route) *httprouter.Router {
 	r.HandleMethodNotAllowed = false
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.bodyTooLarge(w) {
+			return
+		}
 		writeError(w, infoOf(w), errcat.Newf(errcat.RouteNotFound, "", "No route for %s %s.", r.Method, r.URL.Path))
 	})
 	for _, rt := range routes {
@@ -52,16 +55,16 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		if p := recover(); p != nil {
 			info.Err = errcat.Internal(fmt.Errorf("panic: %v", p))
 			if !sw.wrote {
-				errcat.Write(sw, info.Err)
+				errcat.WriteFormat(sw, info.Err, info.ErrorFormat)
 			}
 		}
 		g.logRequest(r, sw, info, start)
 	}()
 	if r.ContentLength > g.cfg.bodyLimit {
-		writeError(sw, info, errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", g.cfg.bodyLimit))
-		return
-	}
-	if r.Body != nil && r.Body != http.NoBody {
+		// Answered before anything else, by the route (wrap: in the route's
+		// error shape) or the router's NotFound; the body is never read.
+		sw.tooLarge = true
+	} else if r.Body != nil && r.Body != http.NoBody {
 		st.body = requestBody{rc: r.Body, dl: deadlineOf(w), start: start, grace: g.cfg.bodyTimeout, minRate: g.cfg.bodyMinRate}
 		sw.body = &st.body
 		// w, not sw: net/http's own writer learns that the limit was hit, and
@@ -124,6 +127,10 @@ func (g *Gateway) wrap(rt route) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		info := infoOf(w)
 		info.Route = rt.path
+		info.ErrorFormat = rt.errors
+		if g.bodyTooLarge(w) {
+			return
+		}
 		ctx := httpx.NewContext(r.Context(), info, ps)
 		if rt.user == public {
 			rt.h(w, r.WithContext(ctx))
@@ -148,9 +155,20 @@ func infoOf(w http.ResponseWriter) *httpx.Info {
 }
 
 // writeError is httpx.WriteError for the middleware, which holds the Info
-// before the request's context carries it.
+// before the request's context carries it: in the route's error shape.
 func writeError(w http.ResponseWriter, info *httpx.Info, err error) {
-	info.Err = errcat.Write(w, err)
+	info.Err = errcat.WriteFormat(w, err, info.ErrorFormat)
+}
+
+// bodyTooLarge answers 413 body_too_large, and reports true, when serve
+// found the request's Content-Length over the body limit.
+func (g *Gateway) bodyTooLarge(w http.ResponseWriter) bool {
+	sw, ok := w.(*statusWriter)
+	if !ok || !sw.tooLarge {
+		return false
+	}
+	writeError(w, sw.info, errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", g.cfg.bodyLimit))
+	return true
 }
 
 func (g *Gateway) authorize(r *http.Request, ps httprouter.Params, rt route, info *httpx.Info) (*auth.Principal, error) {
@@ -318,6 +336,9 @@ type statusWriter struct {
 	status int
 	bytes  int64
 	wrote  bool
+	// tooLarge: the request's Content-Length is over the body limit, which
+	// its route answers (bodyTooLarge).
+	tooLarge bool
 }
 
 func (s *statusWriter) WriteHeader(code int) {

@@ -31,7 +31,7 @@ const (
 	mkCloudBKey = "LEAKcloudbkey" //
 	mkBearer    = "LEAKbearer"    // in the (valid) bearer token
 	mkBadBearer = "LEAKbadbearer" // in a bearer token that matches nothing
-	mkHeader    = "LEAKheader"    // X-Api-Key, Cookie and another header
+	mkHeader    = "LEAKheader"    // Api-Key, Cookie and another header
 	mkContent   = "LEAKcontent"   // user messages, embedding input
 	mkToolArgs  = "LEAKtoolargs"  // function.arguments, from the client and from the model
 	mkMemory    = "LEAKmemory"    // memory values
@@ -310,7 +310,7 @@ func newLogEnv(t *testing.T, fake *upstreamtest.Server, url string, sink *logSin
 func logCall(method, path, token, requestID, body string) call {
 	return call{method: method, path: path, token: token, user: "u1", body: body, header: http.Header{
 		"X-Request-Id":     {requestID},
-		"X-Api-Key":        {mkHeader + "apikey"},
+		"Api-Key":          {mkHeader + "apikey"}, // Azure OpenAI's key header, which the gateway does not read
 		"Cookie":           {"session=" + mkHeader + "cookie"},
 		"X-Client-Note":    {mkHeader + "note"},
 		"Gw-Cloud-Consent": {"sha256:" + mkHeader + ";persist"},

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -231,20 +232,12 @@ func (g *Gateway) logLimiterFailure(err error) {
 	g.log.Warn("rate limiter failed; request let through (fail-open)", "error", redact.String(err.Error()))
 }
 
-// authenticate matches the bearer token and the optional GW-Tenant-Id binding.
+// authenticate matches the caller's token (callerToken) and the optional
+// GW-Tenant-Id binding.
 func (g *Gateway) authenticate(r *http.Request) (*auth.Principal, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return nil, errcat.New(errcat.MissingAuthorization, "headers.authorization", "The Authorization header is missing.")
-	}
-	// RFC 7235: the auth-scheme is case-insensitive.
-	ok := len(h) > len("Bearer ") && strings.EqualFold(h[:len("Bearer")], "Bearer") && h[len("Bearer")] == ' '
-	token := ""
-	if ok {
-		token = strings.TrimSpace(h[len("Bearer "):])
-	}
-	if !ok || token == "" {
-		return nil, errcat.New(errcat.InvalidAuthorization, "headers.authorization", "The Authorization header must be 'Bearer <token>'.")
+	token, err := callerToken(r)
+	if err != nil {
+		return nil, err
 	}
 	p, ok := g.cfg.tokens.Lookup(auth.DigestOf(token))
 	if !ok {
@@ -255,6 +248,40 @@ func (g *Gateway) authenticate(r *http.Request) (*auth.Principal, error) {
 	}
 	return p, nil
 }
+
+// callerToken returns the token r authenticates with: Authorization: Bearer
+// <token>, or x-api-key: <token>, which Anthropic clients send ("Anthropic
+// clients may authenticate with x-api-key: <token> instead of Authorization:
+// Bearer; the same token catalog and rules apply", DECISIONS 9.4). It is
+// accepted on every route, as the bearer is, so that a token works the same
+// whichever header carries it. Both headers may be sent only with the same
+// token: two tokens would leave it to the gateway to pick a principal.
+func callerToken(r *http.Request) (string, error) {
+	h, key := r.Header.Get("Authorization"), r.Header.Get(headerAPIKey)
+	if h == "" && key == "" {
+		return "", errcat.New(errcat.MissingAuthorization, "headers.authorization", "The Authorization header (or x-api-key) is missing.")
+	}
+	if h == "" {
+		return key, nil
+	}
+	// RFC 7235: the auth-scheme is case-insensitive.
+	ok := len(h) > len("Bearer ") && strings.EqualFold(h[:len("Bearer")], "Bearer") && h[len("Bearer")] == ' '
+	token := ""
+	if ok {
+		token = strings.TrimSpace(h[len("Bearer "):])
+	}
+	switch {
+	case !ok || token == "":
+		return "", errcat.New(errcat.InvalidAuthorization, "headers.authorization", "The Authorization header must be 'Bearer <token>'.")
+	case key != "" && subtle.ConstantTimeCompare([]byte(key), []byte(token)) != 1:
+		return "", errcat.New(errcat.InvalidAuthorization, "headers.authorization", "Authorization and x-api-key carry different tokens; send one of them.")
+	}
+	return token, nil
+}
+
+// headerAPIKey is the header Anthropic clients send their API key in, in
+// its canonical form.
+const headerAPIKey = "X-Api-Key"
 
 // routeScope fills a "{level}" placeholder of scope from the path.
 func routeScope(ps httprouter.Params, scope string) string {

@@ -154,6 +154,12 @@ func TestMiddlewareRules(t *testing.T) {
 		{"empty bearer", req{method: "GET", path: "/t/open", header: map[string]string{"Authorization": "Bearer "}}, "Unauthorized invalid_authorization headers.authorization"},
 		{"unknown token", req{method: "GET", path: "/t/open", token: "nope"}, "Unauthorized invalid_authorization headers.authorization"},
 		{"valid token", req{method: "GET", path: "/t/open", token: "member"}, "OK"},
+		{"x-api-key alone", req{method: "GET", path: "/t/open", header: map[string]string{"X-Api-Key": "member"}}, "OK"},
+		{"x-api-key unknown", req{method: "GET", path: "/t/open", header: map[string]string{"X-Api-Key": "nope"}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"x-api-key and the same bearer", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"X-Api-Key": "member"}}, "OK"},
+		{"x-api-key and another bearer", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"X-Api-Key": "admin"}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"x-api-key and a bad Authorization", req{method: "GET", path: "/t/open", header: map[string]string{"Authorization": "Basic YTpi", "X-Api-Key": "member"}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"x-api-key of the other tenant", req{method: "GET", path: "/t/open", header: map[string]string{"X-Api-Key": "member", "GW-Tenant-Id": "beta"}}, "Unauthorized invalid_authorization headers.authorization"},
 		{"tenant header bound", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"GW-Tenant-Id": "acme"}}, "OK"},
 		{"tenant header other tenant", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"GW-Tenant-Id": "beta"}}, "Unauthorized invalid_authorization headers.authorization"},
 		{"scope missing for member", req{method: "GET", path: "/t/scoped", token: "member"}, "Forbidden forbidden null"},
@@ -354,12 +360,13 @@ func TestRouteErrorFormat(t *testing.T) {
 		want string
 	}{
 		{"missing authorization", req{method: "POST", path: "/t/other", body: "{}"}, `401 {"shape":"other","status":401,"code":"missing_authorization"}`},
+		{"bad x-api-key", req{method: "POST", path: "/t/other", body: "{}", header: map[string]string{"X-Api-Key": "nope"}}, `401 {"shape":"other","status":401,"code":"invalid_authorization"}`},
 		{"body user_id", req{method: "POST", path: "/t/other", token: "member", body: `{"user_id":"u"}`}, `400 {"shape":"other","status":400,"code":"invalid_field"}`},
 		{"body over limit by length", req{method: "POST", path: "/t/other", token: "member", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"shape":"other","status":413,"code":"body_too_large"}`},
 		{"handler error", req{method: "POST", path: "/t/other", token: "member", body: "{}"}, `400 {"shape":"other","status":400,"code":"invalid_field"}`},
 		{"user rule", req{method: "GET", path: "/t/other/user", token: "member"}, `400 {"shape":"other","status":400,"code":"missing_field"}`},
 		{"panic", req{method: "GET", path: "/t/other/panic", token: "member"}, `500 {"shape":"other","status":500,"code":"internal_error"}`},
-		{"other routes keep the envelope", req{method: "GET", path: "/t/plain"}, `401 {"error":{"type":"authentication_error","code":"missing_authorization","message":"The Authorization header is missing.","param":"headers.authorization"},"gw_code":"missing_authorization"}`},
+		{"other routes keep the envelope", req{method: "GET", path: "/t/plain"}, `401 {"error":{"type":"authentication_error","code":"missing_authorization","message":"The Authorization header (or x-api-key) is missing.","param":"headers.authorization"},"gw_code":"missing_authorization"}`},
 		{"unknown routes keep the envelope", req{method: "POST", path: "/t/nope", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"error":{"type":"request_too_large","code":"body_too_large","message":"Request body is larger than 64 bytes.","param":null},"gw_code":"body_too_large"}`},
 	}
 	for _, tt := range tests {

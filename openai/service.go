@@ -59,6 +59,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/guard"
+	"github.com/chatgw/gateway/internal/pipeline"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
@@ -111,17 +112,13 @@ type Config struct {
 // are plain http.HandlerFuncs that expect the gateway's middleware to have run
 // (principal in the context, body limit, request info).
 type Service struct {
-	up        upstream.Upstream
-	catalog   *upstream.Catalog
-	clock     clock.Clock
-	logger    *slog.Logger
-	inject    func(ctx context.Context, tenantID, userID string) (string, error)
-	keepalive time.Duration
-	consents  preflight.Consents
-	quota     *quota.Accountant
-	maxBytes  int64
-	guard     guard.Classifier
-	created   int64 // the models' created time
+	up       upstream.Upstream
+	catalog  *upstream.Catalog
+	clock    clock.Clock
+	logger   *slog.Logger
+	maxBytes int64
+	chat     *pipeline.Chat // POST /v1/chat/completions
+	created  int64          // the models' created time
 
 	mu     sync.Mutex
 	models map[string]cachedList // by allowlist key
@@ -130,16 +127,12 @@ type Service struct {
 // New returns a Service for cfg.
 func New(cfg Config) *Service {
 	s := &Service{
-		up:        cfg.Upstream,
-		catalog:   cfg.Catalog,
-		clock:     cfg.Clock,
-		logger:    cfg.Logger,
-		inject:    cfg.Inject,
-		keepalive: cfg.KeepaliveInterval,
-		quota:     cfg.Quota,
-		maxBytes:  cfg.MaxResponseBytes,
-		guard:     cfg.Classifier,
-		models:    map[string]cachedList{},
+		up:       cfg.Upstream,
+		catalog:  cfg.Catalog,
+		clock:    cfg.Clock,
+		logger:   cfg.Logger,
+		maxBytes: cfg.MaxResponseBytes,
+		models:   map[string]cachedList{},
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}
@@ -147,9 +140,13 @@ func New(cfg Config) *Service {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Store != nil {
-		s.consents = preflight.NewStoreConsents(cfg.Store, s.clock)
-	}
 	s.created = s.clock.Now().Unix()
+	s.chat = &pipeline.Chat{
+		Upstream: s.up, Catalog: s.catalog, Inject: cfg.Inject, Classifier: cfg.Classifier,
+		Quota: cfg.Quota, Clock: s.clock, Keepalive: cfg.KeepaliveInterval, MaxBytes: s.maxBytes,
+	}
+	if cfg.Store != nil {
+		s.chat.Consents = preflight.NewStoreConsents(cfg.Store, s.clock)
+	}
 	return s
 }

@@ -1,5 +1,5 @@
 // Package openai is the stateless, OpenAI-compatible /v1 passthrough: chat
-// completions, the model list and the model catalog, with embeddings and
+// completions, the model list, a model and the model catalog, with embeddings and
 // audio in files of their own. It owns no storage and runs nothing in the
 // background: a request is checked, forwarded and answered (the cloud-consent
 // grants a request may persist go to internal/preflight's bucket, shared with
@@ -41,6 +41,13 @@
 // tenant's allowlist allows, in catalog order. created is the time the Service
 // was made; owned_by is the model's family. The encoded list is cached for 60 s
 // per allowlist (Config.Clock), so catalog changes show within a minute.
+//
+// # GET /v1/models/{id}
+//
+// OpenAI's model retrieval: the list's entry for the alias, when the
+// tenant's allowlist allows it; otherwise 404 route_not_found (the catalog
+// has no model_not_found), the same for an unknown alias and a disallowed
+// one.
 //
 // # GET /v1/info
 //

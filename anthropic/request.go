@@ -64,9 +64,13 @@ func decodeRequest(body []byte, count bool) (*request, error) {
 		}
 		why, ok := unsupported[k]
 		if !ok {
-			why = k + " is not a member of the Messages API that the gateway knows"
+			why = "it is not a member of the Messages API that the gateway knows"
 		}
-		return nil, errcat.Newf(errcat.InvalidField, k, "%s is not supported: %s. Leave it out.", k, why)
+		param := k
+		if k == "" {
+			param = `""` // a param always names the field: the empty name as JSON spells it
+		}
+		return nil, errcat.Newf(errcat.InvalidField, param, "%s is not supported: %s. Leave it out.", strconv.Quote(k), why)
 	}
 	q := &request{}
 	c := &q.chat

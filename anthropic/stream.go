@@ -109,12 +109,14 @@ func event(name string, v any) relay.Event {
 // deltas go to a text block, each tool call to a tool_use block whose
 // arguments are input_json_delta events; a block is stopped when the next
 // one starts or the choice finishes. The finish reason and the usage are
-// kept for message_delta. Deltas of a tool call whose block was stopped
+// kept for message_delta; data that is not a chunk is skipped. Deltas of a tool call whose block was stopped
 // (a server interleaving calls) cannot be sent any more: upstream_error.
 func (e *encoder) Chunk(evs []relay.Event, data string) ([]relay.Event, error) {
 	var a upAnswer
-	if err := json.Unmarshal([]byte(data), &a); err != nil {
-		return evs, err
+	if json.Unmarshal([]byte(data), &a) != nil {
+		// Data that is not a chunk carries nothing to translate: it is
+		// skipped, as the relay's Capture skips it.
+		return evs, nil
 	}
 	evs = e.start(evs)
 	if !isNull(a.Usage) {

@@ -118,7 +118,7 @@ func TestStreamTranslation(t *testing.T) {
 		name, upstream string
 		fallback       bool
 	}{
-		{"text", chunks(delta(`{"role":"assistant","content":""}`, "null"), delta(`{"content":"Hello"}`, "null"),
+		{"text", chunks(delta(`{"role":"assistant","content":""}`, "null"), delta(`{"content":"Hello"}`, "null"), "not a chunk",
 			delta(`{"content":", world."}`, "null"), delta(`{}`, `"stop"`), usage), false},
 		{"tools", "event: vendor\ndata: {}\n\n: comment\n\n" + chunks(delta(`{"role":"assistant","content":"Let me check."}`, "null"),
 			delta(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]}`, "null"),

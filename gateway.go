@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/agents"
+	"github.com/chatgw/gateway/anthropic"
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
@@ -67,17 +68,18 @@ type Gateway struct {
 	errorsJSON http.Handler
 	errorsHTML http.Handler
 
-	apidocs *apidocs.Docs
-	openai  *openai.Service
-	images  *images.Service
-	chat    *chat.Service
-	conv    *conversation.Service
-	mem     *memory.Service
-	tenants *tenantconfig.Service
-	tools   *tools.Registry
-	rag     *rag.Service
-	agents  *agents.Service
-	runs    *runs.Service
+	apidocs   *apidocs.Docs
+	openai    *openai.Service
+	anthropic *anthropic.Service
+	images    *images.Service
+	chat      *chat.Service
+	conv      *conversation.Service
+	mem       *memory.Service
+	tenants   *tenantconfig.Service
+	tools     *tools.Registry
+	rag       *rag.Service
+	agents    *agents.Service
+	runs      *runs.Service
 
 	// shutdown is done once EndStreams was called; every request's
 	// httpx.Info carries it to the relay.
@@ -189,6 +191,13 @@ func (g *Gateway) wireFamilies() error {
 	g.openai = openai.New(openai.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
 		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
+		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
+	})
+	// Anthropic's Messages API: the same pipeline and values as /v1, so that
+	// its requests are checked, injected, guarded and counted alike.
+	g.anthropic = anthropic.New(anthropic.Config{
+		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
+		Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
 		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
 	})
 	// The images purger runs until Close, which stops it before the store is

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 
+	"github.com/chatgw/gateway/anthropic"
 	"github.com/chatgw/gateway/errcat"
 )
 
@@ -47,10 +48,17 @@ func (g *Gateway) routes() []route {
 		// Stateless OpenAI-compatible passthrough.
 		{"POST", "/v1/chat/completions", "chat:write", userOptional, g.openai.ChatCompletions, nil},
 		{"GET", "/v1/models", "models:read", userOptional, g.openai.Models, nil},
+		{"GET", "/v1/models/:id", "models:read", userOptional, g.openai.GetModel, nil},
 		{"GET", "/v1/info", "models:read", userOptional, g.openai.Info, nil},
 		{"POST", "/v1/embeddings", "embeddings:write", userOptional, g.openai.Embeddings, nil},
 		{"POST", "/v1/audio/transcriptions", "audio:write", userOptional, g.openai.Transcriptions, nil},
 		{"POST", "/v1/audio/translations", "audio:write", userOptional, g.openai.Translations, nil},
+
+		// Anthropic's Messages API, translated onto the pipeline of
+		// /v1/chat/completions; its clients read every error in Anthropic's
+		// shape, the middleware's too.
+		{"POST", "/v1/messages", "chat:write", userOptional, g.anthropic.CreateMessage, anthropic.ErrorBody},
+		{"POST", "/v1/messages/count_tokens", "chat:write", userOptional, g.anthropic.CountTokens, anthropic.ErrorBody},
 
 		// Generated images: tenant-scoped, with a time-to-live.
 		{"POST", "/v1/images/generations", "images:write", userOptional, g.images.Generate, nil},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/pipeline"
 )
 
 // CreateMessage serves POST /v1/messages (see the package doc): the
@@ -29,7 +30,7 @@ func (s *Service) CreateMessage(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, clientError(err))
 		return
 	}
-	s.chat.Forward(w, r, p, pf, newEncoder(messageID(r), q.chat.Model, q.stops))
+	s.chat.Forward(w, r, p, pf, pipeline.Answer{Encoder: newEncoder(messageID(r), q.chat.Model, q.stops)})
 }
 
 // tokenCount is the answer of count_tokens.

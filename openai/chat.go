@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/pipeline"
 )
 
 // ChatCompletions serves POST /v1/chat/completions (see the package doc): the
@@ -26,5 +27,5 @@ func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	s.chat.Forward(w, r, p, pf, nil)
+	s.chat.Forward(w, r, p, pf, pipeline.Answer{})
 }

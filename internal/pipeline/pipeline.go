@@ -105,13 +105,27 @@ func (c *Chat) Count(r *http.Request, p *auth.Principal, body []byte) (int, erro
 	return preflight.Count(r.Context(), c.request(r, p, body))
 }
 
+// Answer says how Forward answers a request: in which client API, and what
+// the family keeps of the answer. The zero Answer relays the
+// chat-completions answer as it is and keeps nothing.
+type Answer struct {
+	// Encoder writes the answer in the client's API (relay.Options.Encoder:
+	// Anthropic's Messages API, the Responses API); nil relays the upstream's
+	// chat-completions answer as it is.
+	Encoder relay.Encoder
+	// Capture and Commit are relay.Options': a family that stores the answer
+	// (a stored response) captures it and stores it in Commit, before the
+	// client's answer is acknowledged. Nil keeps nothing.
+	Capture *relay.Capture
+	Commit  func(ctx context.Context) error
+}
+
 // Forward admits pf, a request that passed Check, against p's tenant's
-// quota, sends it upstream and relays the answer to w, through enc when it
-// is not nil (the client's API; nil relays the chat-completions answer as
-// it is): step 2 of the package doc. Every failure is written to w. It
-// returns how the relay ended; an upstream call that failed is a Result
-// that did not start, with its error.
-func (c *Chat) Forward(w http.ResponseWriter, r *http.Request, p *auth.Principal, pf *preflight.Result, enc relay.Encoder) relay.Result {
+// quota, sends it upstream and relays the answer to w as a says: step 2 of
+// the package doc. Every failure is written to w. It returns how the relay
+// ended; an upstream call that failed (or a quota refusal) is a Result that
+// did not start, with its error.
+func (c *Chat) Forward(w http.ResponseWriter, r *http.Request, p *auth.Principal, pf *preflight.Result, a Answer) relay.Result {
 	ctx := r.Context()
 	// The output cap after flooring plus the prompt estimate.
 	ticket, err := c.Quota.Admit(ctx, p.Tenant, pf.Model, quota.Reserve(pf.Model, pf.PromptTokens, pf.MaxOutputTokens))
@@ -120,7 +134,8 @@ func (c *Chat) Forward(w http.ResponseWriter, r *http.Request, p *auth.Principal
 		return relay.Result{Err: err}
 	}
 	// The relay settles the ticket to the answer's usage, capturing only the
-	// usage (a stream is relayed in constant memory however long it runs).
+	// usage without an Answer.Capture (a stream is then relayed in constant
+	// memory however long it runs).
 	// The first of Settle and Cancel ends a ticket, so this Cancel releases it
 	// only when there is no answer to relay: the upstream call failed.
 	defer ticket.Cancel(ctx)
@@ -150,7 +165,9 @@ func (c *Chat) Forward(w http.ResponseWriter, r *http.Request, p *auth.Principal
 		Model:     pf.Model.Alias,
 		Clock:     c.Clock,
 		MaxBytes:  c.MaxBytes,
-		Encoder:   enc,
+		Encoder:   a.Encoder,
+		Capture:   a.Capture,
+		Commit:    a.Commit,
 	})
 	if !res.Complete {
 		info.Logger.LogAttrs(ctx, slog.LevelInfo, "chat completion not completed",

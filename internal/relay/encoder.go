@@ -15,7 +15,10 @@ import (
 // own answer), Commit, keepalives, the client going away and the shutdown
 // cut. An Encoder only translates: it is handed what the upstream sent and
 // returns what the client gets, and never writes. One Encoder serves one
-// answer; the relay calls it from one goroutine at a time.
+// answer; the relay calls it from one goroutine at a time. An Encoder that
+// holds what it translates (a format that repeats the whole text at its
+// end) bounds it itself, failing Chunk with TooLarge past Options.MaxBytes,
+// as "nothing holds an unbounded upstream body".
 type Encoder interface {
 	// Completion returns the body of the client's JSON answer to b, the
 	// upstream's whole chat completion (valid JSON, not an error object),

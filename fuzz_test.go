@@ -283,6 +283,11 @@ var fuzzRoutes = []fuzzRoute{
 	{method: "POST", path: "/v1/audio/translations", multipart: true, seeds: []string{
 		"--fuzzboundary\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nlm-transcribe\r\n--fuzzboundary\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.mp3\"\r\nContent-Type: audio/mpeg\r\n\r\nID3\x00\x01\r\n--fuzzboundary--\r\n",
 	}},
+	{method: "GET", path: "/v1/usage", own: true, header: "GW-User-Id", seeds: []string{
+		"", "group_by=alias,user&from=2025-03-01", "group_by=&kind=chat&alias=lm-4-scout&user=u1",
+		"from=2025-03-02&to=2025-03-01", "from=x", "to=2025-03-01T12:00:00%2B02:00", "group_by=day,day", "kind=audio",
+		"limit=1&offset=1", "limit=0",
+	}},
 	{method: "GET", path: "/v1/images", a1: needImages, seeds: []string{"", "limit=1&offset=0", "limit=0"}},
 	{method: "GET", path: "/v1/images/", pathParam: true, a1: needImages, seeds: []string{"@img", "img_nope"}},
 	{method: "GET", path: "/v1/images/", suffix: "/content", pathParam: true, a1: needImages, seeds: []string{"@img", "img_nope"}},

@@ -4,7 +4,8 @@
 //
 //   - /v1: the stateless OpenAI-compatible passthrough (chat completions,
 //     models, embeddings, audio), generated images kept for a time-to-live,
-//     memory, system prompts, tenant configuration and tool execution;
+//     memory, system prompts, tenant configuration, tool execution and the
+//     totals of the usage records the gateway keeps;
 //   - /c1: chat with conversations stored by the gateway;
 //   - /a1: agents with a tool loop and sessions, RAG indices and coding-agent
 //     runs;
@@ -48,6 +49,7 @@ import (
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/tools"
 	"github.com/chatgw/gateway/upstream"
+	"github.com/chatgw/gateway/usage"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -68,18 +70,23 @@ type Gateway struct {
 	errorsJSON http.Handler
 	errorsHTML http.Handler
 
-	apidocs   *apidocs.Docs
-	openai    *openai.Service
+	apidocs *apidocs.Docs
+	openai  *openai.Service
+
+	// anthropic serves Anthropic's Messages API on the pipeline of openai's
+	// chat completions.
 	anthropic *anthropic.Service
-	images    *images.Service
-	chat      *chat.Service
-	conv      *conversation.Service
-	mem       *memory.Service
-	tenants   *tenantconfig.Service
-	tools     *tools.Registry
-	rag       *rag.Service
-	agents    *agents.Service
-	runs      *runs.Service
+
+	images  *images.Service
+	chat    *chat.Service
+	conv    *conversation.Service
+	mem     *memory.Service
+	tenants *tenantconfig.Service
+	tools   *tools.Registry
+	rag     *rag.Service
+	agents  *agents.Service
+	runs    *runs.Service
+	usage   *usage.Service
 
 	// shutdown is done once EndStreams was called; every request's
 	// httpx.Info carries it to the relay.
@@ -145,6 +152,13 @@ func (g *Gateway) wire() error {
 		c.upstream = r
 		g.closers = append(g.closers, r.Close)
 	}
+	// Every family reaches the upstream through the meter, which notes each
+	// call in the usage record of a metered request. The usage Service writes
+	// its last records on Close, so it closes before the store (closers run in
+	// reverse order), after the requests were drained.
+	c.upstream = meterUpstream(c.upstream)
+	g.usage = usage.New(usage.Config{Store: c.store, Clock: c.clock, Logger: c.logger, Retention: c.usageKeep})
+	g.closers = append(g.closers, g.usage.Close)
 	g.limiter = limiterOf(c)
 	if err := g.wireFamilies(); err != nil {
 		return err

@@ -21,7 +21,8 @@ import (
 )
 
 // env is one gateway over an in-memory store and a fake local backend, with
-// tokens admin (tenant_admin of acme), member (member of acme), beta (member of beta).
+// tokens admin (tenant_admin of acme), member (member of acme), beta (member
+// of beta) and nousage (member of acme denied usage:read).
 type env struct {
 	srv  *httptest.Server
 	fake *upstreamtest.Server
@@ -41,9 +42,10 @@ func newEnvOn(t *testing.T, fake *upstreamtest.Server, b upstream.Backends, opts
 	tokens := auth.MustStatic(
 		[]*auth.Tenant{{ID: "acme"}, {ID: "beta"}},
 		map[string]auth.StaticToken{
-			"admin":  {Tenant: "acme", Role: auth.RoleTenantAdmin},
-			"member": {Tenant: "acme", Role: auth.RoleMember},
-			"beta":   {Tenant: "beta", Role: auth.RoleMember},
+			"admin":   {Tenant: "acme", Role: auth.RoleTenantAdmin},
+			"member":  {Tenant: "acme", Role: auth.RoleMember},
+			"beta":    {Tenant: "beta", Role: auth.RoleMember},
+			"nousage": {Tenant: "acme", Role: auth.RoleMember, Deny: []string{"usage:read"}},
 		})
 	base := []gateway.Option{
 		gateway.WithStore(memstore.New()),
@@ -146,6 +148,11 @@ func TestRoutesScopesAndIdentity(t *testing.T) {
 		{"member needs user on conversations", call{method: "GET", path: "/c1/conversations", token: "member"}, "Bad Request missing_field headers.gw-user-id"},
 		{"c1 chat needs user even for admin", call{method: "POST", path: "/c1/chat", token: "admin", body: `{"message":"hi"}`}, "Bad Request missing_field headers.gw-user-id"},
 		{"tools inspect", call{method: "POST", path: "/v1/tools/execute", token: "member", body: `{"inspect":true}`}, "OK"},
+		{"admin reads the tenant's usage", call{method: "GET", path: "/v1/usage", token: "admin"}, "OK"},
+		{"member reads its user's usage", call{method: "GET", path: "/v1/usage", token: "member", user: "u1"}, "OK"},
+		{"member needs user on usage", call{method: "GET", path: "/v1/usage", token: "member"}, "Bad Request missing_field headers.gw-user-id"},
+		{"usage without usage:read", call{method: "GET", path: "/v1/usage", token: "nousage", user: "u1"}, "Forbidden forbidden null"},
+		{"usage query user_id", call{method: "GET", path: "/v1/usage?user_id=u2", token: "admin"}, "Bad Request invalid_field query.user_id"},
 		{"unknown route", call{method: "GET", path: "/v2/nothing", token: "member"}, "Not Found route_not_found null"},
 	}
 	for _, tt := range tests {
@@ -292,5 +299,52 @@ func TestNewMigratesConversations(t *testing.T) {
 	put("conv/layout", "version", store.AppendUint64(nil, conversation.LayoutVersion+1))
 	if _, err := gateway.New(gateway.WithStore(st), gateway.WithTokenCatalog(tokens)); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Errorf("New over a newer layout = %v; want an error naming it", err)
+	}
+}
+
+// TestAnswersVaryByIdentity: every authenticated answer, the cacheable model
+// list and the errors included, says that it depends on who calls, so that
+// a browser does not serve one token's answer to another; public ones do not.
+func TestAnswersVaryByIdentity(t *testing.T) {
+	e := newEnv(t)
+	const want = "Authorization, GW-Tenant-Id, GW-User-Id"
+	for _, tc := range []struct {
+		name string
+		c    call
+		vary string
+	}{
+		{"model list", call{method: "GET", path: "/v1/models", token: "admin"}, want},
+		{"conversations", call{method: "GET", path: "/c1/conversations", token: "member", user: "u1"}, want},
+		{"bad token", call{method: "GET", path: "/v1/models", token: "nope"}, want},
+		{"health", call{method: "GET", path: "/healthz"}, ""},
+	} {
+		resp, body := e.do(t, tc.c)
+		if got := strings.Join(resp.Header.Values("Vary"), ", "); got != tc.vary {
+			t.Errorf("%s: Vary %q, want %q (%d %s)", tc.name, got, tc.vary, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestIndexNegotiates: / is the landing page for a browser and the JSON
+// index for any other client, both linking the playground and the API
+// reference.
+func TestIndexNegotiates(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		accept, wantType string
+		wantLinks        []string
+	}{
+		{"text/html,application/xhtml+xml,*/*;q=0.8", "text/html; charset=utf-8", []string{`href="./playground"`, `href="./redoc"`, `href="./docs/errors"`, `href="./readyz"`}},
+		{"*/*", "application/json", []string{`"playground":"/playground"`, `"api_reference":"/redoc"`}},
+	} {
+		resp, body := e.do(t, call{method: "GET", path: "/", header: http.Header{"Accept": {tc.accept}}})
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.wantType || resp.Header.Get("Vary") != "Accept" {
+			t.Errorf("Accept %s: %d %s Vary %q, want 200 %s Vary Accept", tc.accept, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Vary"), tc.wantType)
+		}
+		for _, l := range tc.wantLinks {
+			if !strings.Contains(string(body), l) {
+				t.Errorf("Accept %s: the answer lacks %s", tc.accept, l)
+			}
+		}
 	}
 }

@@ -137,6 +137,10 @@ func (g *Gateway) wrap(rt route) httprouter.Handle {
 			rt.h(w, r.WithContext(ctx))
 			return
 		}
+		// Who calls decides the answer (a tenant's models, a user's
+		// conversations), so that no browser or proxy cache may serve one
+		// token's answer to another.
+		w.Header()["Vary"] = varyIdentity
 		p, err := g.authorize(r, ps, rt, info)
 		if err != nil {
 			writeError(w, info, err)
@@ -145,6 +149,12 @@ func (g *Gateway) wrap(rt route) httprouter.Handle {
 		rt.h(w, r.WithContext(auth.NewContext(ctx, p)))
 	}
 }
+
+// varyIdentity is the Vary header of every authenticated answer: the
+// headers that say who calls. It is shared by all answers, so that setting
+// it allocates nothing; its capacity is its length, so that a handler's
+// Header().Add("Vary", ...) appends to a copy.
+var varyIdentity = []string{"Authorization, GW-Tenant-Id, GW-User-Id"}
 
 // infoOf returns the Info of the request that w answers: w is serve's
 // *statusWriter.

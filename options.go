@@ -36,6 +36,7 @@ type config struct {
 	classifier  Classifier
 	// guardTimeout bounds one classification; 0 means guard.DefaultTimeout.
 	guardTimeout time.Duration
+	usageKeep    time.Duration // usage records' retention; 0: usage.DefaultRetention
 }
 
 func defaultConfig() config {
@@ -243,6 +244,19 @@ func WithGuardTimeout(d time.Duration) Option {
 			return errors.New("gateway: WithGuardTimeout: timeout must be positive")
 		}
 		c.guardTimeout = d
+		return nil
+	}
+}
+
+// WithUsageRetention sets how long usage records (GET /v1/usage) are kept:
+// older ones are deleted in the background, within an hour. Default 2160h
+// (90 days). d must be positive.
+func WithUsageRetention(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("gateway: WithUsageRetention: retention must be positive")
+		}
+		c.usageKeep = d
 		return nil
 	}
 }

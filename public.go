@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
@@ -16,16 +17,26 @@ func (g *Gateway) index(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, errcat.Newf(errcat.RouteNotFound, "", "No route for %s %s.", r.Method, r.URL.Path))
 		return
 	}
+	// One URL, two audiences: a browser gets the landing page, any other
+	// client the JSON (curl sends Accept: */*).
+	w.Header().Set("Vary", "Accept")
+	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+		g.apidocs.Landing(w, r)
+		return
+	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{
 		"name":    "chatgw",
 		"version": Version,
 		"links": map[string]string{
-			"health":      "/healthz",
-			"ready":       "/readyz",
-			"errors":      "/errors",
-			"errors_html": "/docs/errors",
-			"models":      "/v1/models",
-			"info":        "/v1/info",
+			"health":        "/healthz",
+			"ready":         "/readyz",
+			"errors":        "/errors",
+			"errors_html":   "/docs/errors",
+			"models":        "/v1/models",
+			"info":          "/v1/info",
+			"playground":    "/playground",
+			"api_reference": "/redoc",
+			"openapi":       "/openapi.json",
 		},
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/chatgw/gateway/anthropic"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/usage"
 )
 
 // userRule says whether a route needs the GW-User-Id header.
@@ -31,7 +32,9 @@ type route struct {
 	errors       errcat.Format
 }
 
-// routes is the whole HTTP surface of the gateway, one line per route.
+// routes is the whole HTTP surface of the gateway, one line per route. A
+// handler wrapped in g.metered gets a usage record per request that reached
+// the upstream.
 func (g *Gateway) routes() []route {
 	return []route{
 		// Public: no bearer.
@@ -46,29 +49,29 @@ func (g *Gateway) routes() []route {
 		{"GET", "/playground", "", public, g.apidocs.Playground, nil},
 
 		// Stateless OpenAI-compatible passthrough.
-		{"POST", "/v1/chat/completions", "chat:write", userOptional, g.openai.ChatCompletions, nil},
+		{"POST", "/v1/chat/completions", "chat:write", userOptional, g.metered(usage.KindChat, g.openai.ChatCompletions), nil},
 		{"GET", "/v1/models", "models:read", userOptional, g.openai.Models, nil},
 		{"GET", "/v1/models/:id", "models:read", userOptional, g.openai.GetModel, nil},
 		{"GET", "/v1/info", "models:read", userOptional, g.openai.Info, nil},
-		{"POST", "/v1/embeddings", "embeddings:write", userOptional, g.openai.Embeddings, nil},
+		{"POST", "/v1/embeddings", "embeddings:write", userOptional, g.metered(usage.KindEmbeddings, g.openai.Embeddings), nil},
 		{"POST", "/v1/audio/transcriptions", "audio:write", userOptional, g.openai.Transcriptions, nil},
 		{"POST", "/v1/audio/translations", "audio:write", userOptional, g.openai.Translations, nil},
 
 		// Anthropic's Messages API, translated onto the pipeline of
 		// /v1/chat/completions; its clients read every error in Anthropic's
 		// shape, the middleware's too.
-		{"POST", "/v1/messages", "chat:write", userOptional, g.anthropic.CreateMessage, anthropic.ErrorBody},
+		{"POST", "/v1/messages", "chat:write", userOptional, g.metered(usage.KindChat, g.anthropic.CreateMessage), anthropic.ErrorBody},
 		{"POST", "/v1/messages/count_tokens", "chat:write", userOptional, g.anthropic.CountTokens, anthropic.ErrorBody},
 
 		// Generated images: tenant-scoped, with a time-to-live.
-		{"POST", "/v1/images/generations", "images:write", userOptional, g.images.Generate, nil},
+		{"POST", "/v1/images/generations", "images:write", userOptional, g.metered(usage.KindImage, g.images.Generate), nil},
 		{"GET", "/v1/images", "images:read", userOptional, g.images.List, nil},
 		{"GET", "/v1/images/:id", "images:read", userOptional, g.images.Get, nil},
 		{"GET", "/v1/images/:id/content", "images:read", userOptional, g.images.Content, nil},
 		{"DELETE", "/v1/images/:id", "images:write", userOptional, g.images.Delete, nil},
 
 		// Chat with conversation persistence.
-		{"POST", "/c1/chat", "chat:write", userRequired, g.chat.Chat, nil},
+		{"POST", "/c1/chat", "chat:write", userRequired, g.metered(usage.KindChat, g.chat.Chat), nil},
 		{"GET", "/c1/conversations", "conversations:read", userOrAdminRead, g.conv.ListConversations, nil},
 		{"GET", "/c1/conversations/:id", "conversations:read", userOrAdminRead, g.conv.GetConversation, nil},
 		{"DELETE", "/c1/conversations/:id", "conversations:write", userRequired, g.conv.DeleteConversation, nil},
@@ -89,19 +92,23 @@ func (g *Gateway) routes() []route {
 		{"PUT", "/v1/system-prompts/:level/current/:n", "system_prompts:write:{level}", userRequired, g.mem.SetCurrentPrompt, nil},
 		{"DELETE", "/v1/system-prompts/:level/v/:n", "system_prompts:write:{level}", userRequired, g.mem.DeletePromptVersion, nil},
 
-		// Tenant configuration and tools.
+		// Usage records of the metered routes above and below (g.metered):
+		// totals over a range, grouped as asked.
+		{"GET", "/v1/usage", "usage:read", userOrAdminRead, g.usage.List, nil},
+
+		// Tenant configuration and tools (agent_call runs a metered chat).
 		{"GET", "/v1/tenant/config", "tenant_config:read", userOptional, g.tenants.Get, nil},
 		{"PUT", "/v1/tenant/config", "tenant_config:write", userOptional, g.tenants.Put, nil},
-		{"POST", "/v1/tools/execute", "tools:execute", userOptional, g.tools.Execute, nil},
+		{"POST", "/v1/tools/execute", "tools:execute", userOptional, g.metered(usage.KindChat, g.tools.Execute), nil},
 
 		// Agents: loaded from files; sessions scoped to tenant and end user.
 		{"GET", "/a1/agents", "agents:read", userOptional, g.agents.List, nil},
-		{"POST", "/a1/agents/:name/chat", "agents:write", userOptional, g.agents.Chat, nil},
+		{"POST", "/a1/agents/:name/chat", "agents:write", userOptional, g.metered(usage.KindChat, g.agents.Chat), nil},
 		{"POST", "/a1/agents/:name/sessions", "agents:write", userRequired, g.agents.CreateSession, nil},
 		{"GET", "/a1/agents/:name/sessions", "agents:read", userOrAdminRead, g.agents.ListSessions, nil},
 		{"GET", "/a1/agents/:name/sessions/:sid", "agents:read", userOrAdminRead, g.agents.GetSession, nil},
-		{"POST", "/a1/agents/:name/sessions/:sid/messages", "agents:write", userRequired, g.agents.PostMessage, nil},
-		{"POST", "/a1/agents/:name/sessions/:sid/compact", "agents:write", userRequired, g.agents.Compact, nil},
+		{"POST", "/a1/agents/:name/sessions/:sid/messages", "agents:write", userRequired, g.metered(usage.KindChat, g.agents.PostMessage), nil},
+		{"POST", "/a1/agents/:name/sessions/:sid/compact", "agents:write", userRequired, g.metered(usage.KindChat, g.agents.Compact), nil},
 		{"GET", "/a1/agents/:name/sessions/:sid/lineage", "agents:read", userOrAdminRead, g.agents.Lineage, nil},
 
 		// RAG indices: tenant-scoped, created on first ingest.

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,8 +12,10 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/ratelimit"
 	"github.com/chatgw/gateway/store/memstore"
+	"github.com/chatgw/gateway/upstream"
 )
 
 // benchWriter is a ResponseWriter that keeps nothing, reused across requests
@@ -101,4 +105,69 @@ func BenchmarkServeHTTP(b *testing.B) {
 		}
 		serveLoop(b, g, r)
 	})
+}
+
+// upstreamFunc is an upstream.Upstream made of a function.
+type upstreamFunc func(ctx context.Context, req *upstream.Request) (*upstream.Response, error)
+
+func (f upstreamFunc) Do(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
+	return f(ctx, req)
+}
+
+// BenchmarkServeChat measures one chat completion through the whole gateway
+// (gateway.New with memstore, the built-in catalog, no quota): the
+// middleware, the pre-flight checks, the relay and whatever the gateway does
+// once the answer is sent, against an in-process upstream that answers at
+// once, so that the gateway's own per-request work is what is measured.
+//
+//   - v1-json: POST /v1/chat/completions answered with a JSON completion.
+//   - v1-stream: the same request streamed, eight content chunks and a usage
+//     chunk.
+func BenchmarkServeChat(b *testing.B) {
+	tokens := auth.MustStatic([]*auth.Tenant{{ID: "acme"}}, map[string]auth.StaticToken{
+		"tok": {Tenant: "acme", Role: auth.RoleTenantAdmin, Rate: &auth.Rate{PerSecond: 1e9, Burst: 1e9}},
+	})
+	completion := testkit.Completion(`{"role":"assistant","content":"Hello there."}`, "stop")
+	var stream strings.Builder
+	for range 8 {
+		stream.WriteString("data: " + testkit.Chunk(`{"content":" token"}`, "") + "\n\n")
+	}
+	stream.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"lm","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":8,"total_tokens":17}}` + "\n\n")
+	stream.WriteString("data: [DONE]\n\n")
+	for _, bc := range []struct {
+		name, body, answer, contentType string
+	}{
+		{"v1-json", `{"model":"lm-4-scout","messages":[{"role":"user","content":"Hi"}]}`, completion, "application/json"},
+		{"v1-stream", `{"model":"lm-4-scout","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Hi"}]}`,
+			stream.String(), "text/event-stream"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			up := upstreamFunc(func(context.Context, *upstream.Request) (*upstream.Response, error) {
+				return &upstream.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {bc.contentType}},
+					Body: io.NopCloser(strings.NewReader(bc.answer)), Provider: "local"}, nil
+			})
+			g, err := New(WithTokenCatalog(tokens), WithStore(memstore.New()), WithUpstream(up),
+				WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { g.Close() })
+			body := []byte(bc.body)
+			r := benchRequest("POST", "/v1/chat/completions", "tok")
+			r.Header.Set("Content-Type", "application/json")
+			r.ContentLength = int64(len(body))
+			w := &benchWriter{h: http.Header{}}
+			rd := bytes.NewReader(body)
+			b.ReportAllocs()
+			for b.Loop() {
+				w.reset()
+				rd.Reset(body)
+				r.Body = io.NopCloser(rd)
+				g.ServeHTTP(w, r)
+				if w.code != http.StatusOK && w.code != 0 {
+					b.Fatalf("status %d", w.code)
+				}
+			}
+		})
+	}
 }

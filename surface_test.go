@@ -17,6 +17,7 @@ import (
 	"github.com/chatgw/gateway/rag"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/tenantconfig"
+	"github.com/chatgw/gateway/usage"
 )
 
 // TestPublicConfigsExposeNoInternalType: an embedder can fill every field of
@@ -29,7 +30,7 @@ func TestPublicConfigsExposeNoInternalType(t *testing.T) {
 	}
 	for _, cfg := range []any{
 		agents.Config{}, anthropic.Config{}, chat.Config{}, conversation.Config{}, images.Config{}, memory.Config{},
-		openai.Config{}, quota.Config{}, rag.Config{}, runs.Config{}, tenantconfig.Config{},
+		openai.Config{}, quota.Config{}, rag.Config{}, runs.Config{}, tenantconfig.Config{}, usage.Config{},
 	} {
 		typ := reflect.TypeOf(cfg)
 		for i := range typ.NumField() {

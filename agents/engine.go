@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
@@ -305,7 +306,7 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 		if !withTools {
 			return &answer{final: &final{resp: resp, ticket: ticket}}, nil
 		}
-		ans, used, err := peekStream(resp, s.maxResponseBytes())
+		ans, used, err := peekStream(resp, s.maxResponseBytes(), httpx.MeterOf(ctx))
 		if err == nil && ans.final != nil {
 			ans.final.ticket = ticket // the usage comes with the rest of the stream
 		} else {
@@ -313,7 +314,7 @@ func (s *Service) round(ctx context.Context, rn *run, history []json.RawMessage,
 		}
 		return ans, err
 	}
-	ans, used, err := readJSON(resp, withTools, s.maxResponseBytes())
+	ans, used, err := readJSON(resp, withTools, s.maxResponseBytes(), httpx.MeterOf(ctx))
 	ticket.Settle(ctx, used)
 	return ans, err
 }
@@ -328,7 +329,8 @@ func (s *Service) maxResponseBytes() int64 {
 
 // readJSON reads a whole JSON answer of at most limit bytes; used is its usage
 // (-1: unknown).
-func readJSON(resp *upstream.Response, withTools bool, limit int64) (ans *answer, used int64, err error) {
+// It reports the usage to meter, for the request's usage record.
+func readJSON(resp *upstream.Response, withTools bool, limit int64, meter *httpx.Meter) (ans *answer, used int64, err error) {
 	b, err := io.ReadAll(relay.LimitReader(resp.Body, limit))
 	resp.Body.Close()
 	switch {
@@ -342,6 +344,7 @@ func readJSON(resp *upstream.Response, withTools bool, limit int64) (ans *answer
 	var cp wire.Completion
 	_ = json.Unmarshal(b, &cp)
 	used = wire.UsedTokens(cp.Usage)
+	meter.Report(cp.Usage)
 	var msg wire.CompletionChoice
 	for _, c := range cp.Choices {
 		if c.Index == 0 {
@@ -365,7 +368,8 @@ func readJSON(resp *upstream.Response, withTools bool, limit int64) (ans *answer
 // end (its usage chunk, asked for with stream_options), -1 when unknown; a
 // stream handed over leaves it to the relay. At most limit bytes are read here
 // (the relay bounds what it captures of the rest).
-func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, err error) {
+// It reports the usage it read to meter, for the request's usage record.
+func peekStream(resp *upstream.Response, limit int64, meter *httpx.Meter) (ans *answer, used int64, err error) {
 	var rec bytes.Buffer
 	limited := relay.LimitReader(resp.Body, limit)
 	tee := io.TeeReader(limited, &rec)
@@ -376,6 +380,7 @@ func peekStream(resp *upstream.Response, limit int64) (ans *answer, used int64, 
 		done   bool
 		usage  json.RawMessage
 	)
+	defer func() { meter.Report(usage) }()
 	for ev, err := range sse.Read(tee, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
 		if err != nil {
 			resp.Body.Close()

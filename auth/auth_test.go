@@ -31,6 +31,10 @@ func TestAllows(t *testing.T) {
 		{"member has system_prompts:write:user", member, "system_prompts:write:user", true},
 		{"member lacks unqualified system_prompts:write", member, "system_prompts:write", false},
 		{"member has system_prompts:read", member, "system_prompts:read", true},
+		// "GET /v1/usage (scope usage:read, in every role's default set)".
+		{"admin usage:read", admin, "usage:read", true},
+		{"member usage:read", member, "usage:read", true},
+		{"usage:read denied", &auth.Principal{Role: auth.RoleMember, Deny: []string{"usage:read"}}, "usage:read", false},
 		{"member extra scope", &auth.Principal{Role: auth.RoleMember, Scopes: []string{"tenant_config:write"}}, "tenant_config:write", true},
 		{"member extra unqualified grants every qualifier", &auth.Principal{Role: auth.RoleMember, Scopes: []string{"system_prompts:write"}}, "system_prompts:write:tenant", true},
 		{"member extra unqualified grants unqualified", &auth.Principal{Role: auth.RoleMember, Scopes: []string{"system_prompts:write"}}, "system_prompts:write", true},

@@ -243,6 +243,9 @@ func (s *Service) generate(ctx context.Context, req *genRequest) ([]genImage, js
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		return nil, nil, bad("The upstream's image answer is not valid JSON.", err)
 	}
+	// The usage record counts what the upstream says it used, even when its
+	// images turn out unusable.
+	httpx.MeterOf(ctx).Report(ans.Usage)
 	if len(ans.Data) == 0 {
 		return nil, nil, bad("The upstream answered without images.", nil)
 	}

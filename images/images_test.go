@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/images"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -704,5 +705,33 @@ func TestImageStorageErrors(t *testing.T) {
 	}
 	if l := e.listImages(t, acme, ""); len(l.Data) != 1 {
 		t.Errorf("after the failures the tenant has %d images, want 1", len(l.Data))
+	}
+}
+
+// TestGenerateReportsUsage: a metered generation reports the upstream's usage
+// to the request's meter, also when the answer's images are unusable.
+func TestGenerateReportsUsage(t *testing.T) {
+	usage := `"usage":{"input_tokens":50,"output_tokens":4160,"total_tokens":4210}`
+	for _, tc := range []struct {
+		name, body string
+		status     int
+	}{
+		{"images", `{"created":1,"data":[{"b64_json":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}],` + usage + `}`, http.StatusOK},
+		{"no images", `{"created":1,"data":[],` + usage + `}`, http.StatusBadGateway},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, upstreamtest.WithScript(upstreamtest.Reply{Body: []byte(tc.body)}))
+			r := request("POST", "/v1/images/generations", `{"prompt":"p"}`, acme, "")
+			info := httpx.InfoFrom(r.Context())
+			info.Meter.Start()
+			info.Meter.Call("lm-image", "local") // the root's upstream wrapper does this
+			if w := serve(e.svc.Generate, r); w.Code != tc.status {
+				t.Fatalf("status %d, want %d: %s", w.Code, tc.status, w.Body)
+			}
+			got := info.Meter.Totals()
+			if got.InputTokens != 50 || got.OutputTokens != 4160 || got.UsageMissing {
+				t.Errorf("meter totals %+v, want 50 input and 4160 output tokens", got)
+			}
+		})
 	}
 }

@@ -38,6 +38,7 @@ type config struct {
 	FirstByteTimeout time.Duration `env:"FIRST_BYTE_TIMEOUT, default=120s" help:"per-attempt wait for the first byte before the next backend"`
 	CodingAgentCmd   string        `env:"CODING_AGENT_CMD" help:"command that executes coding-agent runs; unset: disabled"`
 	MaxResponseBytes int64         `env:"MAX_RESPONSE_BYTES, default=16777216" help:"most the gateway holds of one upstream answer, JSON or captured stream"`
+	UsageRetention   time.Duration `env:"USAGE_RETENTION, default=2160h" help:"how long usage records (GET /v1/usage) are kept; must be positive"`
 	BodyTimeout      time.Duration `env:"BODY_TIMEOUT, default=30s" help:"time a request body may take to arrive, before the minimum rate applies; 0: no limit"`
 	BodyMinRate      int64         `env:"BODY_MIN_RATE, default=16384" help:"bytes per second a request body must arrive at after the body time-out's grace"`
 	HeaderTimeout    time.Duration `env:"HEADER_TIMEOUT, default=10s" help:"time a client may take to send a request's headers"`
@@ -54,7 +55,8 @@ type config struct {
 	GuardLlamaModel  string        `env:"GUARD_LLAMA_GUARD_MODEL" help:"content guard: model name of the Llama Guard requests; empty: omitted"`
 	GuardThreshold   float64       `env:"GUARD_THRESHOLD, default=0.5" help:"content guard: moderation score at or above which a category is flagged"`
 	GuardTimeout     time.Duration `env:"GUARD_TIMEOUT, default=2s" help:"content guard: most one classification may take; a block tenant's request then answers 503"`
-	Dev              bool          `help:"development mode: generated admin token, demo backend when none answers"`
+	Dev              bool          `help:"development mode: an admin token kept in the data dir, demo backend when none answers"`
+	DevToken         string        `help:"with -dev: the dev token to use instead of the one kept in the data dir"`
 	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`
 }
 

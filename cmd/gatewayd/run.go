@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +70,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		gateway.WithAgentsDir(cfg.AgentsDir),
 		gateway.WithCodingAgentCommand(cfg.CodingAgentCmd),
 		gateway.WithMaxResponseBytes(cfg.MaxResponseBytes),
+		gateway.WithUsageRetention(cfg.UsageRetention),
 		gateway.WithBodyTimeout(cfg.BodyTimeout, cfg.BodyMinRate),
 		gateway.WithClassifier(classifier),
 		gateway.WithGuardTimeout(cfg.GuardTimeout),
@@ -87,6 +86,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	base := "http://" + ln.Addr().String()
 	log.Info("gatewayd serving", "addr", base, "playground", base+"/playground", "errors", base+"/docs/errors")
 	fmt.Fprintf(stderr, "chatgw listening on %s (API %s/v1, playground %s/playground)\n", base, base, base)
+	if cfg.Dev && cfg.TokensFile == "" {
+		printTryIt(stderr, cfg, base)
+	}
 	go watchReload(ctx, log, reloader{"token catalog", "catalog", reloadTokens}, reloader{"content guard rules", "rules", reloadRules})
 	return serve(ctx, ln, newServer(cfg, g), g.EndStreams, cfg.ShutdownTimeout, log)
 }
@@ -161,8 +163,8 @@ func serve(ctx context.Context, ln net.Listener, srv *http.Server, endStreams fu
 	return nil
 }
 
-// tokenCatalog loads the token file, or in -dev mode without one, makes a
-// tenant-admin token for tenant "dev" and prints it once.
+// tokenCatalog loads the token file, or in -dev mode without one, the dev
+// token's catalog (devCatalog).
 func tokenCatalog(cfg *config, stderr io.Writer, check func(*auth.Catalog) error) (gateway.TokenCatalog, func() error, error) {
 	if cfg.TokensFile != "" {
 		fc, err := auth.NewFileCatalog(cfg.TokensFile, check)
@@ -174,11 +176,10 @@ func tokenCatalog(cfg *config, stderr io.Writer, check func(*auth.Catalog) error
 	if !cfg.Dev {
 		return nil, nil, errors.New("no token catalog: set GATEWAY_TOKENS_FILE (or -tokens-file), or run with -dev")
 	}
-	b := make([]byte, 24)
-	rand.Read(b)
-	token := "dev-" + hex.EncodeToString(b)
-	cat := auth.MustStatic([]*auth.Tenant{{ID: "dev"}}, map[string]auth.StaticToken{token: {Tenant: "dev", Role: auth.RoleTenantAdmin}})
-	fmt.Fprintf(stderr, "dev mode: tenant-admin token for tenant \"dev\" (shown once):\n  %s\n", token)
+	cat, err := devCatalog(cfg, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
 	return cat, nil, nil
 }
 

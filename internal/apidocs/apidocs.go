@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ type Docs struct {
 	openapi    []byte // the OpenAPI document, indented JSON
 	redoc      page
 	playground page
+	landing    page
 }
 
 // page is a rendered HTML page and the Content-Security-Policy that allows
@@ -45,10 +47,13 @@ func New(version string) *Docs {
 	if err != nil {
 		panic("apidocs: assets/openapi.json: " + err.Error())
 	}
+	landing := mustPage("landing")
+	landing.html = bytes.Replace(landing.html, []byte("@VERSION@"), []byte(html.EscapeString(version)), 1)
 	return &Docs{
 		openapi:    doc,
 		redoc:      mustPage("redoc"),
 		playground: mustPage("playground"),
+		landing:    landing,
 	}
 }
 
@@ -74,6 +79,13 @@ func (d *Docs) OpenAPI(w http.ResponseWriter, r *http.Request) {
 // from openapi.json.
 func (d *Docs) Redoc(w http.ResponseWriter, _ *http.Request) {
 	d.redoc.serve(w)
+}
+
+// Landing answers GET / to a browser: the HTML page that links the
+// playground, the API reference, the error catalog and the health and
+// readiness endpoints (the root serves its JSON form to other clients).
+func (d *Docs) Landing(w http.ResponseWriter, _ *http.Request) {
+	d.landing.serve(w)
 }
 
 // Playground handles GET /playground: the HTML chat playground.

@@ -143,6 +143,7 @@ func TestOpenAPIPaths(t *testing.T) {
 		"DELETE /v1/system-prompts/{level}/v/{n}",
 		"GET /v1/tenant/config",
 		"PUT /v1/tenant/config",
+		"GET /v1/usage",
 		"POST /c1/chat",
 		"GET /c1/conversations",
 		"GET /c1/conversations/{id}",
@@ -268,6 +269,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		"ReadyReport", "ErrorEnvelope",
 		"Agent", "AgentSession", "Lineage", "RagIndex", "RagDocument", "RagHit", "Run", "Runtime",
 		"AnthropicMessageRequest", "AnthropicMessage", "AnthropicCountTokensRequest", "AnthropicTokenCount", "AnthropicErrorResponse",
+		"UsageList", "UsageGroup",
 	} {
 		if _, ok := schemas[name]; !ok {
 			t.Errorf("schema %s missing", name)

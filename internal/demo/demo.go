@@ -25,8 +25,11 @@ func Handler() http.Handler {
 }
 
 type request struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -50,6 +53,10 @@ func reply(req *request) string {
 	return fmt.Sprintf("[chatgw demo backend] You said: %q. Configure a real backend (GATEWAY_LOCAL_URL or a cloud host) for real answers.", last)
 }
 
+// pace is the pause between two streamed words: slow enough that a newcomer
+// sees the answer arrive token by token, as from a real model.
+const pace = 30 * time.Millisecond
+
 func chat(w http.ResponseWriter, r *http.Request) {
 	var req request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -58,30 +65,55 @@ func chat(w http.ResponseWriter, r *http.Request) {
 	}
 	text := reply(&req)
 	id, created := "chatcmpl-demo", time.Now().Unix()
+	words := strings.SplitAfter(text, " ")
+	usage := map[string]int{"prompt_tokens": promptTokens(&req), "completion_tokens": len(words)}
+	usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"id": id, "object": "chat.completion", "created": created, "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 				"message": map[string]any{"role": "assistant", "content": text}}},
-			"usage": map[string]int{"prompt_tokens": 1, "completion_tokens": len(strings.Fields(text)), "total_tokens": 1 + len(strings.Fields(text))},
+			"usage": usage,
 		})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	rc := http.NewResponseController(w)
-	chunk := func(delta map[string]any, finish any) {
-		b, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+	send := func(v map[string]any) {
+		v["id"], v["object"], v["created"], v["model"] = id, "chat.completion.chunk", created, req.Model
+		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "data: %s\n\n", b)
 		_ = rc.Flush()
 	}
+	chunk := func(delta map[string]any, finish any) {
+		send(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+	}
 	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
-	for _, word := range strings.SplitAfter(text, " ") {
+	for _, word := range words {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(pace):
+		}
 		chunk(map[string]any{"content": word}, nil)
 	}
 	chunk(map[string]any{}, "stop")
+	if req.StreamOptions.IncludeUsage {
+		// As OpenAI sends it: a last chunk with no choices and the usage.
+		send(map[string]any{"choices": []any{}, "usage": usage})
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	_ = rc.Flush()
+}
+
+// promptTokens is a rough count of the request's words, so that the usage
+// the demo reports grows with the prompt as a real model's does.
+func promptTokens(req *request) int {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(strings.Fields(string(m.Content)))
+	}
+	return max(n, 1)
 }

@@ -44,6 +44,9 @@ type Info struct {
 	// Shutdown is done when the gateway ends the streams in flight because
 	// it shuts down (Gateway.EndStreams); nil outside a gateway.
 	Shutdown context.Context
+	// Meter tallies the upstream calls of a metered request for its usage
+	// record (see Meter); MeterOf finds it.
+	Meter Meter
 
 	// ErrorFormat is the shape of the route's error answers, set by the
 	// middleware from the route table before anything can fail: nil is the

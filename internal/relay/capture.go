@@ -1,9 +1,11 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
+	"github.com/chatgw/gateway/internal/jsonscan"
 	"github.com/chatgw/gateway/internal/wire"
 )
 
@@ -28,10 +30,12 @@ type Capture struct {
 	// Usage is the usage object verbatim, or nil when the answer had none (a
 	// stream carries one only with stream_options.include_usage).
 	Usage json.RawMessage
-	// UsageOnly, when set before the relay, keeps the answer's id, model,
-	// finish reason and usage but not its text or tool calls: a relay that
-	// needs only the usage (quota settlement on /v1) then holds constant memory
-	// however long the stream runs.
+	// UsageOnly, when set before the relay, keeps the answer's usage (and a
+	// stream's id, model and finish reason) but not its text or tool calls: a
+	// relay that needs only the usage (quota settlement and usage records)
+	// then holds constant memory however long the stream runs, and of a JSON
+	// answer, which may be an embeddings list of megabytes of numbers, reads
+	// the top-level usage member alone.
 	UsageOnly bool
 
 	size    int64 // bytes of text collected so far (calls has its own)
@@ -97,6 +101,10 @@ func (c *Capture) finish() {
 
 // fromJSON fills the capture from a whole chat completion.
 func (c *Capture) fromJSON(b []byte) {
+	if c.UsageOnly {
+		c.usageFromJSON(b)
+		return
+	}
 	var cp wire.Completion
 	if json.Unmarshal(b, &cp) != nil {
 		return
@@ -129,3 +137,20 @@ func (c *Capture) setHead(m wire.Meta, usage json.RawMessage) {
 }
 
 func isJSONObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
+
+// usageFromJSON keeps the top-level usage of a JSON answer, b, walking its
+// members with jsonscan instead of decoding the whole answer.
+func (c *Capture) usageFromJSON(b []byte) {
+	sc := jsonscan.New(b)
+	start := sc.Space(0)
+	if start >= len(b) || b[start] != '{' {
+		return
+	}
+	_, _ = sc.Object(start, func(k jsonscan.Key, v int) (int, error) {
+		end, err := sc.Value(v)
+		if err == nil && string(b[k.Start:k.End]) == `"usage"` && isJSONObject(b[v:end]) {
+			c.Usage = bytes.Clone(b[v:end]) // b may be large: keep only this
+		}
+		return end, err
+	})
+}

@@ -20,6 +20,9 @@
 // storage_error instead when that fails. Options.Ticket, the request's quota
 // ticket, is settled to the answer's usage when Response returns; the caller
 // cancels it when the upstream call fails, so there is no answer to relay.
+// The answer's usage goes to the request's usage record the same way: a
+// metered request (httpx.MeterOf) reports it to its Meter as Response returns,
+// whatever the caller passed, so that no family has code of its own for it.
 //
 // # JSON answers
 //

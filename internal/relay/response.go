@@ -31,14 +31,20 @@ const maxEventSize = 1 << 20
 // or JSON (see the package doc), and closes resp.Body. It uses r's context:
 // cancelling it (the client went away) closes the upstream body at once and
 // Response returns without writing more. Headers the caller set on w are sent
-// with a successful answer.
+// with a successful answer. When r is metered (httpx.MeterOf), the answer's
+// usage, as far as it arrived, is reported to its Meter as Response returns.
 func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, opts Options) Result {
-	if ticket := opts.Ticket; ticket != nil {
+	if meter := httpx.MeterOf(r.Context()); opts.Ticket != nil || meter != nil {
 		if opts.Capture == nil {
 			opts.Capture = &Capture{UsageOnly: true}
 		}
-		capture := opts.Capture
-		defer func() { ticket.Settle(r.Context(), capture.UsedTokens()) }()
+		capture, ticket := opts.Capture, opts.Ticket
+		defer func() {
+			meter.Report(capture.Usage)
+			if ticket != nil {
+				ticket.Settle(r.Context(), capture.UsedTokens())
+			}
+		}()
 	}
 	body := closeOnce(resp.Body)
 	defer body.Close()

@@ -8,7 +8,11 @@
 // bodies are forwarded verbatim, never re-marshalled from these types.
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/chatgw/gateway/internal/jsonscan"
+)
 
 // ToolCall is one tool call of an assistant message.
 type ToolCall struct {
@@ -176,4 +180,95 @@ func UsedTokens(raw json.RawMessage) int64 {
 // IsNull reports whether raw is absent or JSON null.
 func IsNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
+}
+
+// Tokens returns the input and output tokens that raw, an answer's usage
+// object verbatim, reports, as the upstream counted them: prompt_tokens and
+// completion_tokens (chat completions, embeddings), else input_tokens and
+// output_tokens (image generation); a usage object with only total_tokens
+// (an embeddings server that counts no more) reports it as input. A negative
+// count is 0, and a count that is not an integer is left out. ok is false,
+// and the counts 0, when raw is absent, null, not a usage object or has none
+// of those counts: the answer reported no usage. It reads raw in place with
+// jsonscan and allocates nothing: it runs once per metered request.
+func Tokens(usage json.RawMessage) (in, out int64, ok bool) {
+	raw := []byte(usage)
+	const (
+		prompt = iota
+		completion
+		input
+		output
+		total
+		nCounts
+	)
+	var (
+		n    [nCounts]int64
+		seen [nCounts]bool
+	)
+	sc := jsonscan.New(raw)
+	start := sc.Space(0)
+	if start >= len(raw) || raw[start] != '{' {
+		return 0, 0, false
+	}
+	end, err := sc.Object(start, func(k jsonscan.Key, v int) (int, error) {
+		end, err := sc.Value(v)
+		if err != nil {
+			return end, err
+		}
+		i := -1
+		switch string(raw[k.Start:k.End]) {
+		case `"prompt_tokens"`:
+			i = prompt
+		case `"completion_tokens"`:
+			i = completion
+		case `"input_tokens"`:
+			i = input
+		case `"output_tokens"`:
+			i = output
+		case `"total_tokens"`:
+			i = total
+		}
+		if i >= 0 {
+			n[i], seen[i] = parseCount(raw[v:end])
+		}
+		return end, nil
+	})
+	if err != nil || sc.Space(end) != len(raw) {
+		return 0, 0, false
+	}
+	pick := func(a, b int) (int64, bool) {
+		if seen[a] {
+			return n[a], true
+		}
+		return n[b], seen[b]
+	}
+	in, inOK := pick(prompt, input)
+	out, outOK := pick(completion, output)
+	if !inOK && !outOK {
+		in, inOK = n[total], seen[total]
+	}
+	return max(in, 0), max(out, 0), inOK || outOK
+}
+
+// parseCount reads a JSON integer (a count of tokens); ok is false for
+// anything else, a fraction or an exponent included, and for one that does
+// not fit in an int64.
+func parseCount(b []byte) (n int64, ok bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 { // 18 digits always fit
+		return 0, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }

@@ -82,6 +82,45 @@ func TestUsedTokens(t *testing.T) {
 	}
 }
 
+func TestTokens(t *testing.T) {
+	type counts struct {
+		In, Out int64
+		OK      bool
+	}
+	for _, tc := range []struct {
+		usage string
+		want  counts
+	}{
+		{``, counts{}},
+		{`null`, counts{}},
+		{`not json`, counts{}},
+		{`[1]`, counts{}},
+		{`{}`, counts{}},
+		{`{"prompt_tokens":"12"}`, counts{}},
+		{`{"prompt_tokens":12,"completion_tokens":16,"total_tokens":28}`, counts{12, 16, true}},
+		{`{"prompt_tokens":8,"total_tokens":8}`, counts{8, 0, true}},                             // embeddings
+		{`{"input_tokens":50,"output_tokens":4160,"total_tokens":4210}`, counts{50, 4160, true}}, // images
+		{`{"prompt_tokens":3,"input_tokens":99,"output_tokens":5}`, counts{3, 5, true}},
+		{`{"total_tokens":7}`, counts{7, 0, true}},
+		{`{"prompt_tokens":-2,"completion_tokens":4}`, counts{0, 4, true}},
+		{`{"completion_tokens":0}`, counts{0, 0, true}},
+		{` {"prompt_tokens": 4 , "completion_tokens":2} `, counts{4, 2, true}},
+		{`{"prompt_tokens":4.0,"completion_tokens":2}`, counts{0, 2, true}}, // not an integer: left out
+		{`{"prompt_tokens":1e3}`, counts{}},
+		{`{"prompt_tokens":99999999999999999999}`, counts{}},
+		{`{"prompt_tokens":null,"output_tokens":6}`, counts{0, 6, true}},
+		{`{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2}}`, counts{3, 0, true}},
+		{`{"prompt_tokens":3`, counts{}},
+		{`{"prompt_tokens":3} x`, counts{}},
+	} {
+		var got counts
+		got.In, got.Out, got.OK = wire.Tokens(json.RawMessage(tc.usage))
+		if got != tc.want {
+			t.Errorf("Tokens(%q) = %+v, want %+v", tc.usage, got, tc.want)
+		}
+	}
+}
+
 // TestMessageLayout pins the bytes the constructors and Message write: they
 // are stored (conversations, agent sessions), and a stored message is read
 // back and compared as it was written.
@@ -153,5 +192,12 @@ func TestChunkMeta(t *testing.T) {
 	}
 	if want := (wire.Meta{ID: "c", Model: "m", Created: 7}); ch.Meta != want {
 		t.Errorf("Chunk.Meta = %+v, want %+v", ch.Meta, want)
+	}
+}
+
+func TestTokensDoesNotAllocate(t *testing.T) {
+	raw := json.RawMessage(`{"prompt_tokens":12,"completion_tokens":16,"total_tokens":28,"prompt_tokens_details":{"cached_tokens":0}}`)
+	if n := testing.AllocsPerRun(100, func() { wire.Tokens(raw) }); n != 0 {
+		t.Errorf("Tokens allocates %v times", n)
 	}
 }

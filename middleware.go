@@ -151,10 +151,11 @@ func (g *Gateway) wrap(rt route) httprouter.Handle {
 }
 
 // varyIdentity is the Vary header of every authenticated answer: the
-// headers that say who calls. It is shared by all answers, so that setting
-// it allocates nothing; its capacity is its length, so that a handler's
-// Header().Add("Vary", ...) appends to a copy.
-var varyIdentity = []string{"Authorization, GW-Tenant-Id, GW-User-Id"}
+// headers that say who calls, x-api-key among them (it carries a token as
+// Authorization does, callerToken). It is shared by all answers, so that
+// setting it allocates nothing; its capacity is its length, so that a
+// handler's Header().Add("Vary", ...) appends to a copy.
+var varyIdentity = []string{"Authorization, X-Api-Key, GW-Tenant-Id, GW-User-Id"}
 
 // infoOf returns the Info of the request that w answers: w is serve's
 // *statusWriter.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
+	"github.com/google/go-cmp/cmp"
 )
 
 // The Messages API (issue 17 item 3; DECISIONS 9.4): Anthropic's wire format
@@ -348,4 +349,28 @@ func TestMessagesQuotaAndGuard(t *testing.T) {
 		}
 		wantStatus(t, g.do(t, "POST", "/v1/messages", "", "", message("lm-4-scout-local", "what is the capital of France?", nil), apiKey(tokGuardBlock)), 200, "a clean message passes")
 	})
+}
+
+// TestMessagesUsageRecords: /v1/messages is a metered chat route (DECISIONS
+// 9.3): a JSON and a streamed message each record the tokens the backend
+// reported (the gateway asks a stream for its usage), which the client saw
+// in the message's usage too; count_tokens, which calls no backend, records
+// nothing.
+func TestMessagesUsageRecords(t *testing.T) {
+	t.Parallel()
+	g := start(t, nil)
+	const user = "ada"
+	hdr := apiKey(tokAdmin)
+	r := g.do(t, "POST", "/v1/messages", "", user, message("lm-4-scout-local", "Hello", nil), hdr)
+	if wantStatus(t, r, 200, "issue 17") {
+		if u, _ := r.JSON()["usage"].(map[string]any); u["input_tokens"] != 12.0 || u["output_tokens"] != 3.0 {
+			t.Errorf("message usage %v, want the backend's 12 and 3", u)
+		}
+	}
+	wantStatus(t, g.do(t, "POST", "/v1/messages", "", user, message("lm-4-scout-local", "Hello", map[string]any{"stream": true}), hdr), 200, "issue 17")
+	wantStatus(t, g.do(t, "POST", "/v1/messages/count_tokens", "", user, message("lm-4-scout-local", "Hello", nil), hdr), 200, "issue 17")
+	got := usageGroups(t, g, tokAdmin, user, "group_by=kind", 2, func(it map[string]any) string { return str(it["kind"]) })
+	if diff := cmp.Diff(map[string]usageTotals{"chat": {Requests: 2, In: 24, Out: 6}}, got); diff != "" {
+		t.Errorf("usage of the messages mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -84,6 +84,9 @@ type fuzzRoute struct {
 	// query.x, headers.x); elsewhere (the /v1 passthroughs) they are OpenAI
 	// field names.
 	own bool
+	// anthropic: a route of Anthropic's Messages API, which answers errors in
+	// Anthropic's shape and streams Anthropic's events (package anthropic).
+	anthropic bool
 	// header receives the fuzzed header value, when it is not empty.
 	header string
 	// pathParam: the fuzzed query string is path-escaped into the last path
@@ -385,6 +388,21 @@ var fuzzRoutes = []fuzzRoute{
 	{method: "POST", path: "/a1/runs/", suffix: "/cancel", own: true, pathParam: true, header: "GW-User-Id", a1: needRuns,
 		segs:  []string{"@run", "@urun", "run_", "@run.."},
 		seeds: []string{``, `{}`}},
+
+	// Rows are appended, so that the route byte of the inputs under
+	// testdata/fuzz keeps naming the route it named.
+	{method: "GET", path: "/v1/models/", pathParam: true, seeds: []string{"lm-4-scout", "lm-transcribe", "nope", "lm-4-scout/x"}},
+	{method: "POST", path: "/v1/messages", anthropic: true, header: "GW-Cloud-Consent", seeds: []string{
+		`{"model":"lm-4-scout","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"lm-4-scout-local","max_tokens":64,"stream":true,"system":"be brief","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`,
+		`{"model":"lm-vision","max_tokens":64,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}},{"type":"text","text":"what?"}]}]}`,
+		`{"model":"lm-4-scout","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"sunny"}],"is_error":false},{"type":"text","text":"and?"}]}],"tools":[{"name":"get_weather","description":"d","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto","disable_parallel_tool_use":true}}`,
+		`{"model":"lm-reasoner","max_tokens":5,"temperature":0.5,"top_p":0.9,"stop_sequences":["END"],"metadata":{"user_id":"u"},"thinking":{"type":"disabled"},"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}},"messages":[{"role":"user","content":"x"}]}`,
+	}},
+	{method: "POST", path: "/v1/messages/count_tokens", anthropic: true, seeds: []string{
+		`{"model":"lm-4-scout","system":[{"type":"text","text":"be brief"}],"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}`,
+		`{"model":"lm-vision","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}}]}]}`,
+	}},
 }
 
 // fuzzTenants is how many inputs one gateway serves, each in a tenant of
@@ -1171,10 +1189,21 @@ func checkAnswer(t *testing.T, rt fuzzRoute, sent http.Header, rec *httptest.Res
 	case rec.Code >= 500 || rec.Code < 200 || (rec.Code >= 300 && rec.Code < 400):
 		t.Fatalf("%s %s answered %d: %s", rt.method, rt.path, rec.Code, body)
 	case rec.Code >= 400:
+		if rt.anthropic {
+			body = anthropicEnvelope(t, body)
+		}
 		checkEnvelope(t, rt, sent, rec.Code, ct, body)
 		return true
 	case len(body) == 0:
 		t.Fatalf("%s %s answered %d with an empty body", rt.method, rt.path, rec.Code)
+	case rt.anthropic && strings.HasPrefix(ct, "text/event-stream"):
+		if bytes.Contains(body, []byte("event: error\n")) {
+			t.Errorf("%s %s: stream ended by an error event: %s", rt.method, rt.path, body)
+			return true
+		}
+		if !bytes.HasSuffix(body, []byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")) {
+			t.Errorf("%s %s: stream does not end with message_stop: %q", rt.method, rt.path, body)
+		}
 	case strings.HasPrefix(ct, "text/event-stream"):
 		if bytes.Contains(body, []byte("event: gw.error")) {
 			t.Errorf("%s %s: stream ended by gw.error: %s", rt.method, rt.path, body)
@@ -1189,6 +1218,43 @@ func checkAnswer(t *testing.T, rt fuzzRoute, sent http.Header, rec *httptest.Res
 		}
 	}
 	return false
+}
+
+// anthropicEnvelope checks that body is Anthropic's error shape
+// ({"type":"error","error":{"type","message","code","param"}}, extra fields
+// at the top level) and returns it as the gateway's envelope for
+// checkEnvelope, with the image params that package anthropic renames
+// (messages[].content[].source) given back the catalog's name.
+func anthropicEnvelope(t *testing.T, body []byte) []byte {
+	t.Helper()
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		t.Fatalf("error body is not a JSON object: %v: %q", err, body)
+	}
+	if string(top["type"]) != `"error"` {
+		t.Errorf("Anthropic error body without \"type\":\"error\": %s", body)
+	}
+	var e map[string]any
+	if err := json.Unmarshal(top["error"], &e); err != nil {
+		t.Fatalf("error is not an object: %s", body)
+	}
+	code, _ := e["code"].(string)
+	if e["param"] == "messages[].content[].source" {
+		if tp := errcat.Lookup(errcat.Code(code)).TypicalParam; tp != nil {
+			e["param"] = *tp
+		}
+	}
+	out := map[string]any{"error": e, "gw_code": code}
+	for k, v := range top {
+		if k != "type" && k != "error" {
+			out[k] = v
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // checkEnvelope checks an error answer: the envelope's shape, a catalogued code

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/agents"
+	"github.com/chatgw/gateway/anthropic"
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/conversation"
@@ -73,6 +74,11 @@ type Gateway struct {
 
 	apidocs *apidocs.Docs
 	openai  *openai.Service
+
+	// anthropic serves Anthropic's Messages API on the pipeline of openai's
+	// chat completions.
+	anthropic *anthropic.Service
+
 	images  *images.Service
 	chat    *chat.Service
 	conv    *conversation.Service
@@ -206,6 +212,13 @@ func (g *Gateway) wireFamilies() error {
 	g.openai = openai.New(openai.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
 		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
+		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
+	})
+	// Anthropic's Messages API: the same pipeline and values as /v1, so that
+	// its requests are checked, injected, guarded and counted alike.
+	g.anthropic = anthropic.New(anthropic.Config{
+		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
+		Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
 		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
 	})
 	// The images purger runs until Close, which stops it before the store is

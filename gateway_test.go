@@ -307,7 +307,7 @@ func TestNewMigratesConversations(t *testing.T) {
 // a browser does not serve one token's answer to another; public ones do not.
 func TestAnswersVaryByIdentity(t *testing.T) {
 	e := newEnv(t)
-	const want = "Authorization, GW-Tenant-Id, GW-User-Id"
+	const want = "Authorization, X-Api-Key, GW-Tenant-Id, GW-User-Id"
 	for _, tc := range []struct {
 		name string
 		c    call
@@ -316,6 +316,8 @@ func TestAnswersVaryByIdentity(t *testing.T) {
 		{"model list", call{method: "GET", path: "/v1/models", token: "admin"}, want},
 		{"conversations", call{method: "GET", path: "/c1/conversations", token: "member", user: "u1"}, want},
 		{"bad token", call{method: "GET", path: "/v1/models", token: "nope"}, want},
+		{"x-api-key", call{method: "GET", path: "/v1/models", header: http.Header{"X-Api-Key": {"admin"}}}, want},
+		{"a message", call{method: "POST", path: "/v1/messages", token: "member", body: `{"model":"lm-4-scout","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`}, want},
 		{"health", call{method: "GET", path: "/healthz"}, ""},
 	} {
 		resp, body := e.do(t, tc.c)

@@ -31,7 +31,7 @@ const (
 	mkCloudBKey = "LEAKcloudbkey" //
 	mkBearer    = "LEAKbearer"    // in the (valid) bearer token
 	mkBadBearer = "LEAKbadbearer" // in a bearer token that matches nothing
-	mkHeader    = "LEAKheader"    // X-Api-Key, Cookie and another header
+	mkHeader    = "LEAKheader"    // Api-Key, Cookie and another header
 	mkContent   = "LEAKcontent"   // user messages, embedding input
 	mkToolArgs  = "LEAKtoolargs"  // function.arguments, from the client and from the model
 	mkMemory    = "LEAKmemory"    // memory values
@@ -67,6 +67,13 @@ var (
 		`{"role":"tool","tool_call_id":"call_1","content":"` + mkContent + `tool"}],` +
 		`"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object"}}}]`
 
+	// anthropicMessages are v1Messages in the Messages API's blocks.
+	anthropicMessages = `"system":"Answer in ` + mkContent + `system.","messages":[` +
+		`{"role":"user","content":"What is ` + mkContent + `?"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"lookup","input":{"q":"` + mkToolArgs + `"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"` + mkContent + `tool"}]}],` +
+		`"tools":[{"name":"lookup","input_schema":{"type":"object"}}]`
+
 	// logUpstreamRoutes reach the upstream.
 	logUpstreamRoutes = []logRoute{
 		{name: "v1 json", path: "/v1/chat/completions", want: wantCase, body: `{"model":"lm-4-scout","stream":false,` + v1Messages + `}`},
@@ -78,6 +85,8 @@ var (
 		{name: "embeddings", path: "/v1/embeddings", want: wantCase, body: `{"model":"lm-embed","input":["` + mkContent + `embed"]}`},
 		{name: "images", path: "/v1/images/generations", want: wantAny, body: `{"model":"lm-image","prompt":"` + mkPrompt + `image"}`},
 		{name: "tool agent_call", path: "/v1/tools/execute", want: wantAny, body: `{"name":"agent_call","arguments":{"agent":"helper","message":"` + mkContent + `call"}}`},
+		{name: "messages json", path: "/v1/messages", want: wantCase, body: `{"model":"lm-4-scout","max_tokens":64,` + anthropicMessages + `}`},
+		{name: "messages stream", path: "/v1/messages", want: wantCase, body: `{"model":"lm-4-scout","max_tokens":64,"stream":true,` + anthropicMessages + `}`},
 	}
 
 	// logClientRoutes succeed or fail without an upstream.
@@ -96,6 +105,10 @@ var (
 			body: `{"model":"lm-4-scout","messages":[{"role":"user","content":"x"}],"attachments":[{"kind":"document","doc_name":"` + mkContent + `.txt","content":"` + mkContent + `doc"}]}`},
 		{name: "c1 unknown field", path: "/c1/chat", want: "invalid_field",
 			body: `{"message":"` + mkContent + `","` + mkContent + `field":1}`},
+		{name: "messages unknown member", path: "/v1/messages", want: "invalid_field",
+			body: `{"model":"lm-4-scout","max_tokens":1,"messages":[{"role":"user","content":"` + mkContent + `"}],"` + mkContent + `field":1}`},
+		{name: "messages image not base64", path: "/v1/messages", want: "image_base64_invalid",
+			body: `{"model":"lm-4-scout","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + mkContent + `%%"}}]}]}`},
 		{name: "memory value too large", path: "/v1/memory", want: "memory_bucket_full",
 			body: `{"key":"big","value":"` + mkMemory + strings.Repeat("x", 17<<10) + `","visibility":"private"}`},
 		{name: "system prompt too large", method: "PUT", path: "/v1/system-prompts/user", want: "system_prompt_too_large",
@@ -310,7 +323,7 @@ func newLogEnv(t *testing.T, fake *upstreamtest.Server, url string, sink *logSin
 func logCall(method, path, token, requestID, body string) call {
 	return call{method: method, path: path, token: token, user: "u1", body: body, header: http.Header{
 		"X-Request-Id":     {requestID},
-		"X-Api-Key":        {mkHeader + "apikey"},
+		"Api-Key":          {mkHeader + "apikey"}, // Azure OpenAI's key header, which the gateway does not read
 		"Cookie":           {"session=" + mkHeader + "cookie"},
 		"X-Client-Note":    {mkHeader + "note"},
 		"Gw-Cloud-Consent": {"sha256:" + mkHeader + ";persist"},

@@ -110,7 +110,7 @@ func (g *Gateway) instrument() {
 // path, "" for a route that calls no model.
 func operationOf(path string) string {
 	switch path {
-	case "/v1/chat/completions", "/c1/chat", "/a1/agents/:name/sessions/:sid/compact":
+	case "/v1/chat/completions", "/v1/messages", "/c1/chat", "/a1/agents/:name/sessions/:sid/compact":
 		return metrics.OpChat
 	case "/a1/agents/:name/chat", "/a1/agents/:name/sessions/:sid/messages":
 		return metrics.OpInvokeAgent

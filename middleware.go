@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,9 @@ func (g *Gateway) buildRouter(routes []route) *httprouter.Router {
 	r.HandleMethodNotAllowed = false
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.bodyTooLarge(w) {
+			return
+		}
 		writeError(w, infoOf(w), errcat.Newf(errcat.RouteNotFound, "", "No route for %s %s.", r.Method, r.URL.Path))
 	})
 	for _, rt := range routes {
@@ -54,17 +58,17 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		if p := recover(); p != nil {
 			info.Err = errcat.Internal(fmt.Errorf("panic: %v", p))
 			if !sw.wrote {
-				errcat.Write(sw, info.Err)
+				errcat.WriteFormat(sw, info.Err, info.ErrorFormat)
 			}
 		}
 		g.logRequest(r, sw, info, start)
 		info.Metrics.End(r.Method, sw.status, info.Err, info.Tenant)
 	}()
 	if r.ContentLength > g.cfg.bodyLimit {
-		writeError(sw, info, errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", g.cfg.bodyLimit))
-		return
-	}
-	if r.Body != nil && r.Body != http.NoBody {
+		// Answered before anything else, by the route (wrap: in the route's
+		// error shape) or the router's NotFound; the body is never read.
+		sw.tooLarge = true
+	} else if r.Body != nil && r.Body != http.NoBody {
 		st.body = requestBody{rc: r.Body, dl: deadlineOf(w), start: start, grace: g.cfg.bodyTimeout, minRate: g.cfg.bodyMinRate}
 		sw.body = &st.body
 		// w, not sw: net/http's own writer learns that the limit was hit, and
@@ -129,6 +133,10 @@ func (g *Gateway) wrap(rt route) httprouter.Handle {
 		info := infoOf(w)
 		info.Route = rt.path
 		info.Metrics.SetRoute(mr)
+		info.ErrorFormat = rt.errors
+		if g.bodyTooLarge(w) {
+			return
+		}
 		ctx := httpx.NewContext(r.Context(), info, ps)
 		if rt.user == public {
 			rt.h(w, r.WithContext(ctx))
@@ -148,10 +156,11 @@ func (g *Gateway) wrap(rt route) httprouter.Handle {
 }
 
 // varyIdentity is the Vary header of every authenticated answer: the
-// headers that say who calls. It is shared by all answers, so that setting
-// it allocates nothing; its capacity is its length, so that a handler's
-// Header().Add("Vary", ...) appends to a copy.
-var varyIdentity = []string{"Authorization, GW-Tenant-Id, GW-User-Id"}
+// headers that say who calls, x-api-key among them (it carries a token as
+// Authorization does, callerToken). It is shared by all answers, so that
+// setting it allocates nothing; its capacity is its length, so that a
+// handler's Header().Add("Vary", ...) appends to a copy.
+var varyIdentity = []string{"Authorization, X-Api-Key, GW-Tenant-Id, GW-User-Id"}
 
 // infoOf returns the Info of the request that w answers: w is serve's
 // *statusWriter.
@@ -163,9 +172,20 @@ func infoOf(w http.ResponseWriter) *httpx.Info {
 }
 
 // writeError is httpx.WriteError for the middleware, which holds the Info
-// before the request's context carries it.
+// before the request's context carries it: in the route's error shape.
 func writeError(w http.ResponseWriter, info *httpx.Info, err error) {
-	info.Err = errcat.Write(w, err)
+	info.Err = errcat.WriteFormat(w, err, info.ErrorFormat)
+}
+
+// bodyTooLarge answers 413 body_too_large, and reports true, when serve
+// found the request's Content-Length over the body limit.
+func (g *Gateway) bodyTooLarge(w http.ResponseWriter) bool {
+	sw, ok := w.(*statusWriter)
+	if !ok || !sw.tooLarge {
+		return false
+	}
+	writeError(w, sw.info, errcat.Newf(errcat.BodyTooLarge, "", "Request body is larger than %d bytes.", g.cfg.bodyLimit))
+	return true
 }
 
 func (g *Gateway) authorize(r *http.Request, ps httprouter.Params, rt route, info *httpx.Info) (*auth.Principal, error) {
@@ -231,20 +251,12 @@ func (g *Gateway) logLimiterFailure(err error) {
 	g.log.Warn("rate limiter failed; request let through (fail-open)", "error", redact.String(err.Error()))
 }
 
-// authenticate matches the bearer token and the optional GW-Tenant-Id binding.
+// authenticate matches the caller's token (callerToken) and the optional
+// GW-Tenant-Id binding.
 func (g *Gateway) authenticate(r *http.Request) (*auth.Principal, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return nil, errcat.New(errcat.MissingAuthorization, "headers.authorization", "The Authorization header is missing.")
-	}
-	// RFC 7235: the auth-scheme is case-insensitive.
-	ok := len(h) > len("Bearer ") && strings.EqualFold(h[:len("Bearer")], "Bearer") && h[len("Bearer")] == ' '
-	token := ""
-	if ok {
-		token = strings.TrimSpace(h[len("Bearer "):])
-	}
-	if !ok || token == "" {
-		return nil, errcat.New(errcat.InvalidAuthorization, "headers.authorization", "The Authorization header must be 'Bearer <token>'.")
+	token, err := callerToken(r)
+	if err != nil {
+		return nil, err
 	}
 	p, ok := g.cfg.tokens.Lookup(auth.DigestOf(token))
 	if !ok {
@@ -255,6 +267,40 @@ func (g *Gateway) authenticate(r *http.Request) (*auth.Principal, error) {
 	}
 	return p, nil
 }
+
+// callerToken returns the token r authenticates with: Authorization: Bearer
+// <token>, or x-api-key: <token>, which Anthropic clients send ("Anthropic
+// clients may authenticate with x-api-key: <token> instead of Authorization:
+// Bearer; the same token catalog and rules apply", DECISIONS 9.4). It is
+// accepted on every route, as the bearer is, so that a token works the same
+// whichever header carries it. Both headers may be sent only with the same
+// token: two tokens would leave it to the gateway to pick a principal.
+func callerToken(r *http.Request) (string, error) {
+	h, key := r.Header.Get("Authorization"), r.Header.Get(headerAPIKey)
+	if h == "" && key == "" {
+		return "", errcat.New(errcat.MissingAuthorization, "headers.authorization", "The Authorization header (or x-api-key) is missing.")
+	}
+	if h == "" {
+		return key, nil
+	}
+	// RFC 7235: the auth-scheme is case-insensitive.
+	ok := len(h) > len("Bearer ") && strings.EqualFold(h[:len("Bearer")], "Bearer") && h[len("Bearer")] == ' '
+	token := ""
+	if ok {
+		token = strings.TrimSpace(h[len("Bearer "):])
+	}
+	switch {
+	case !ok || token == "":
+		return "", errcat.New(errcat.InvalidAuthorization, "headers.authorization", "The Authorization header must be 'Bearer <token>'.")
+	case key != "" && subtle.ConstantTimeCompare([]byte(key), []byte(token)) != 1:
+		return "", errcat.New(errcat.InvalidAuthorization, "headers.authorization", "Authorization and x-api-key carry different tokens; send one of them.")
+	}
+	return token, nil
+}
+
+// headerAPIKey is the header Anthropic clients send their API key in, in
+// its canonical form.
+const headerAPIKey = "X-Api-Key"
 
 // routeScope fills a "{level}" placeholder of scope from the path.
 func routeScope(ps httprouter.Params, scope string) string {
@@ -336,6 +382,9 @@ type statusWriter struct {
 	status int
 	bytes  int64
 	wrote  bool
+	// tooLarge: the request's Content-Length is over the body limit, which
+	// its route answers (bodyTooLarge).
+	tooLarge bool
 }
 
 func (s *statusWriter) WriteHeader(code int) {

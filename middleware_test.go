@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/ratelimit"
 	"github.com/google/go-cmp/cmp"
@@ -78,15 +80,15 @@ func echo(w http.ResponseWriter, r *http.Request) {
 }
 
 var testRoutes = []route{
-	{"GET", "/t/open", "", userOptional, echo},
-	{"POST", "/t/open", "", userOptional, echo},
-	{"GET", "/t/user", "", userRequired, echo},
-	{"GET", "/t/admin-view", "", userOrAdminRead, echo},
-	{"POST", "/t/admin-view", "", userOrAdminRead, echo},
-	{"GET", "/t/scoped", "tenant_config:write", userOptional, echo},
-	{"PUT", "/t/prompts/:level", "system_prompts:write:{level}", userOptional, echo},
-	{"GET", "/t/panic", "", userOptional, func(http.ResponseWriter, *http.Request) { panic("boom") }},
-	{"GET", "/t/public", "", public, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }},
+	{"GET", "/t/open", "", userOptional, echo, nil},
+	{"POST", "/t/open", "", userOptional, echo, nil},
+	{"GET", "/t/user", "", userRequired, echo, nil},
+	{"GET", "/t/admin-view", "", userOrAdminRead, echo, nil},
+	{"POST", "/t/admin-view", "", userOrAdminRead, echo, nil},
+	{"GET", "/t/scoped", "tenant_config:write", userOptional, echo, nil},
+	{"PUT", "/t/prompts/:level", "system_prompts:write:{level}", userOptional, echo, nil},
+	{"GET", "/t/panic", "", userOptional, func(http.ResponseWriter, *http.Request) { panic("boom") }, nil},
+	{"GET", "/t/public", "", public, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }, nil},
 }
 
 type req struct {
@@ -152,6 +154,12 @@ func TestMiddlewareRules(t *testing.T) {
 		{"empty bearer", req{method: "GET", path: "/t/open", header: map[string]string{"Authorization": "Bearer "}}, "Unauthorized invalid_authorization headers.authorization"},
 		{"unknown token", req{method: "GET", path: "/t/open", token: "nope"}, "Unauthorized invalid_authorization headers.authorization"},
 		{"valid token", req{method: "GET", path: "/t/open", token: "member"}, "OK"},
+		{"x-api-key alone", req{method: "GET", path: "/t/open", header: map[string]string{"X-Api-Key": "member"}}, "OK"},
+		{"x-api-key unknown", req{method: "GET", path: "/t/open", header: map[string]string{"X-Api-Key": "nope"}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"x-api-key and the same bearer", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"X-Api-Key": "member"}}, "OK"},
+		{"x-api-key and another bearer", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"X-Api-Key": "admin"}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"x-api-key and a bad Authorization", req{method: "GET", path: "/t/open", header: map[string]string{"Authorization": "Basic YTpi", "X-Api-Key": "member"}}, "Unauthorized invalid_authorization headers.authorization"},
+		{"x-api-key of the other tenant", req{method: "GET", path: "/t/open", header: map[string]string{"X-Api-Key": "member", "GW-Tenant-Id": "beta"}}, "Unauthorized invalid_authorization headers.authorization"},
 		{"tenant header bound", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"GW-Tenant-Id": "acme"}}, "OK"},
 		{"tenant header other tenant", req{method: "GET", path: "/t/open", token: "member", header: map[string]string{"GW-Tenant-Id": "beta"}}, "Unauthorized invalid_authorization headers.authorization"},
 		{"scope missing for member", req{method: "GET", path: "/t/scoped", token: "member"}, "Forbidden forbidden null"},
@@ -326,5 +334,70 @@ func TestLogLine(t *testing.T) {
 		if strings.Contains(h.logs.String(), `"`+secret+`"`) {
 			t.Errorf("log leaks %q: %s", secret, h.logs)
 		}
+	}
+}
+
+// TestRouteErrorFormat: a route's error Format shapes every error the route
+// answers, the middleware's (401, 403, 413, 429, 400 user rules) as its
+// handler's and a panic's, with the catalog's status; other routes keep the
+// envelope.
+func TestRouteErrorFormat(t *testing.T) {
+	format := func(p errcat.Public) []byte {
+		return fmt.Appendf(nil, `{"shape":"other","status":%d,"code":%q}`, p.Status, p.Code)
+	}
+	fail := func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, errcat.New(errcat.InvalidField, "x", "bad x"))
+	}
+	routes := []route{
+		{"POST", "/t/other", "chat:write", userOptional, fail, format},
+		{"GET", "/t/other/user", "", userRequired, echo, format},
+		{"GET", "/t/other/panic", "", userOptional, func(http.ResponseWriter, *http.Request) { panic("boom") }, format},
+		{"GET", "/t/plain", "", userOptional, echo, nil},
+	}
+	tests := []struct {
+		name string
+		req  req
+		want string
+	}{
+		{"missing authorization", req{method: "POST", path: "/t/other", body: "{}"}, `401 {"shape":"other","status":401,"code":"missing_authorization"}`},
+		{"bad x-api-key", req{method: "POST", path: "/t/other", body: "{}", header: map[string]string{"X-Api-Key": "nope"}}, `401 {"shape":"other","status":401,"code":"invalid_authorization"}`},
+		{"body user_id", req{method: "POST", path: "/t/other", token: "member", body: `{"user_id":"u"}`}, `400 {"shape":"other","status":400,"code":"invalid_field"}`},
+		{"body over limit by length", req{method: "POST", path: "/t/other", token: "member", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"shape":"other","status":413,"code":"body_too_large"}`},
+		{"handler error", req{method: "POST", path: "/t/other", token: "member", body: "{}"}, `400 {"shape":"other","status":400,"code":"invalid_field"}`},
+		{"user rule", req{method: "GET", path: "/t/other/user", token: "member"}, `400 {"shape":"other","status":400,"code":"missing_field"}`},
+		{"panic", req{method: "GET", path: "/t/other/panic", token: "member"}, `500 {"shape":"other","status":500,"code":"internal_error"}`},
+		{"other routes keep the envelope", req{method: "GET", path: "/t/plain"}, `401 {"error":{"type":"authentication_error","code":"missing_authorization","message":"The Authorization header (or x-api-key) is missing.","param":"headers.authorization"},"gw_code":"missing_authorization"}`},
+		{"unknown routes keep the envelope", req{method: "POST", path: "/t/nope", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"error":{"type":"request_too_large","code":"body_too_large","message":"Request body is larger than 64 bytes.","param":null},"gw_code":"body_too_large"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, routes)
+			w := h.do(t, tt.req)
+			got := strconv.Itoa(w.Code)
+			if w.Code != 200 {
+				got += " " + strings.TrimSpace(w.Body.String())
+			}
+			if got != tt.want {
+				t.Errorf("answer = %s, want %s", got, tt.want)
+			}
+		})
+	}
+	// The rate limit (burst 3): 429 in the route's shape, with Retry-After.
+	h := newHarness(t, routes)
+	var w *httptest.ResponseRecorder
+	for range 4 {
+		w = h.do(t, req{method: "GET", path: "/t/other/user", token: "member"})
+	}
+	if got, want := strings.TrimSpace(w.Body.String()), `{"shape":"other","status":429,"code":"rate_limit_exceeded"}`; w.Code != 429 || got != want || w.Header().Get("Retry-After") == "" {
+		t.Errorf("rate limit: %d %s (Retry-After %q), want 429 %s", w.Code, got, w.Header().Get("Retry-After"), want)
+	}
+	// A token without the route's scope: 403 in the route's shape.
+	h = newHarness(t, routes)
+	h.g.cfg.tokens = newMapCatalog(map[string]*auth.Principal{
+		"nochat": {Tenant: &auth.Tenant{ID: "acme"}, Role: auth.RoleMember, Deny: []string{"chat:write"}},
+	})
+	w = h.do(t, req{method: "POST", path: "/t/other", token: "nochat", body: "{}"})
+	if got, want := strings.TrimSpace(w.Body.String()), `{"shape":"other","status":403,"code":"forbidden"}`; w.Code != 403 || got != want {
+		t.Errorf("no scope: %d %s, want 403 %s", w.Code, got, want)
 	}
 }

@@ -74,7 +74,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 	tokens := auth.MustStatic([]*auth.Tenant{{ID: "acme"}}, map[string]auth.StaticToken{
 		"tok": {Tenant: "acme", Role: auth.RoleTenantAdmin, Rate: &auth.Rate{PerSecond: 1e9, Burst: 1e9}},
 	})
-	noop := []route{{"GET", "/t/noop", "models:read", userOptional, func(http.ResponseWriter, *http.Request) {}}}
+	noop := []route{{"GET", "/t/noop", "models:read", userOptional, func(http.ResponseWriter, *http.Request) {}, nil}}
 	for _, bc := range []struct {
 		name string
 		log  slog.Handler

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/agents"
+	"github.com/chatgw/gateway/anthropic"
 	"github.com/chatgw/gateway/chat"
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/images"
@@ -28,7 +29,7 @@ func TestPublicConfigsExposeNoInternalType(t *testing.T) {
 		t.Fatal("internalType missed preflight.Result")
 	}
 	for _, cfg := range []any{
-		agents.Config{}, chat.Config{}, conversation.Config{}, images.Config{}, memory.Config{},
+		agents.Config{}, anthropic.Config{}, chat.Config{}, conversation.Config{}, images.Config{}, memory.Config{},
 		openai.Config{}, quota.Config{}, rag.Config{}, runs.Config{}, tenantconfig.Config{}, usage.Config{},
 	} {
 		typ := reflect.TypeOf(cfg)

@@ -45,6 +45,65 @@ func fixedMessage(c Code) bool {
 	return c == InternalError || c == StorageError || c == RateLimitExceeded
 }
 
+// Public is what a client is told of an error, whatever the shape of the body
+// that tells it: the code's catalog type and the status it answers with, the
+// message the client may see (the catalog title for the codes whose message
+// is fixed, and when the error has none) and the param, "" when it names no
+// field. Extra are the additional body fields. It never holds the cause.
+type Public struct {
+	Status  int
+	Type    Type
+	Code    Code
+	Message string
+	Param   string
+	Extra   map[string]any
+}
+
+// PublicOf returns what the client of err is told (an error that is not an
+// *Error with a catalogued code is internal_error) and the *Error that is
+// reported, for logging (its Cause chain holds the original error).
+func PublicOf(err error) (Public, *Error) {
+	e := wire(err)
+	entry := Lookup(e.Code)
+	msg := e.Message
+	if msg == "" || fixedMessage(e.Code) {
+		msg = entry.Title
+	}
+	return Public{Status: Status(e), Type: entry.Type, Code: entry.Code, Message: msg, Param: e.Param, Extra: e.Extra}, e
+}
+
+// A Format encodes the body of an error answer from its Public part. The
+// gateway's own envelope is Envelope; a route whose clients speak another
+// API's wire format (Anthropic's Messages API) answers in that API's shape,
+// still with the catalog's status, type and code, so that the catalog stays
+// the one table from code to status and type.
+type Format func(Public) []byte
+
+// Envelope is the gateway's error envelope,
+// {"error":{"type","code","message","param"},"gw_code":...} plus the Extra
+// fields at the top level.
+func Envelope(p Public) []byte {
+	b := body{Type: p.Type, Code: p.Code, Message: p.Message}
+	if p.Param != "" {
+		b.Param = &p.Param
+	}
+	data, _ := json.Marshal(envelope{Error: b, GWCode: p.Code}) // strings only: cannot fail
+	if len(p.Extra) > 0 {
+		m := make(map[string]any, len(p.Extra)+2)
+		for k, v := range p.Extra {
+			m[k] = v
+		}
+		m["error"] = b
+		m["gw_code"] = p.Code
+		// An Extra value that cannot be encoded is dropped with the others rather
+		// than breaking the body after the status line.
+		if withExtra, err := json.Marshal(m); err == nil {
+			data = withExtra
+		}
+	}
+	return data
+}
+
 // Write sends err as the error envelope
 // {"error":{"type","code","message","param"},"gw_code":...} plus any Extra fields,
 // with the catalog status and, when set, Retry-After. Internal and storage errors
@@ -52,36 +111,23 @@ func fixedMessage(c Code) bool {
 // answers 500 internal_error. It returns the *Error that was written, for logging
 // (its Cause chain holds the original error).
 func Write(w http.ResponseWriter, err error) *Error {
-	e := wire(err)
-	entry := Lookup(e.Code)
-	msg := e.Message
-	if msg == "" || fixedMessage(e.Code) {
-		msg = entry.Title
+	return WriteFormat(w, err, nil)
+}
+
+// WriteFormat is Write with the body encoded by f; nil is Envelope. Status,
+// Content-Type (application/json) and Retry-After are the same whatever f.
+func WriteFormat(w http.ResponseWriter, err error, f Format) *Error {
+	p, e := PublicOf(err)
+	if f == nil {
+		f = Envelope
 	}
-	b := body{Type: entry.Type, Code: entry.Code, Message: msg}
-	if e.Param != "" {
-		b.Param = &e.Param
-	}
-	data, _ := json.Marshal(envelope{Error: b, GWCode: entry.Code}) // strings only: cannot fail
-	if len(e.Extra) > 0 {
-		m := make(map[string]any, len(e.Extra)+2)
-		for k, v := range e.Extra {
-			m[k] = v
-		}
-		m["error"] = b
-		m["gw_code"] = entry.Code
-		// An Extra value that cannot be encoded is dropped with the others rather
-		// than breaking the body after the status line.
-		if withExtra, err := json.Marshal(m); err == nil {
-			data = withExtra
-		}
-	}
+	data := f(p)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	w.WriteHeader(Status(e))
+	w.WriteHeader(p.Status)
 	_, _ = w.Write(append(data, '\n'))
 	return e
 }

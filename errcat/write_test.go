@@ -258,3 +258,51 @@ func TestErrorAndCodeOf(t *testing.T) {
 		t.Error("Storage(cause) does not unwrap to cause")
 	}
 }
+
+// TestWriteFormat: a route's Format decides the body alone; the status,
+// Content-Type and Retry-After, and what the client may see of the error,
+// are the catalog's whatever the Format.
+func TestWriteFormat(t *testing.T) {
+	var seen []errcat.Public
+	format := func(p errcat.Public) []byte {
+		seen = append(seen, p)
+		return []byte(`{"shape":"other"}`)
+	}
+	tests := []struct {
+		err        error
+		wantStatus int
+		wantRetry  string
+		want       errcat.Public
+	}{
+		{errcat.New(errcat.MissingField, "max_tokens", "max_tokens is required."), 400, "",
+			errcat.Public{Status: 400, Type: errcat.TypeInvalidRequest, Code: errcat.MissingField, Message: "max_tokens is required.", Param: "max_tokens"}},
+		{&errcat.Error{Code: errcat.RateLimitExceeded, Message: "slow down", RetryAfter: 3}, 429, "3",
+			errcat.Public{Status: 429, Type: errcat.TypeRateLimit, Code: errcat.RateLimitExceeded, Message: "Rate limit exceeded"}},
+		{&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 422, Message: "bad"}, 422, "",
+			errcat.Public{Status: 422, Type: errcat.TypeInvalidRequest, Code: errcat.UpstreamBadRequest, Message: "bad"}},
+		{&errcat.Error{Code: errcat.InternalError, Message: "secret", Cause: errors.New("secret")}, 500, "",
+			errcat.Public{Status: 500, Type: errcat.TypeAPI, Code: errcat.InternalError, Message: "Internal server error"}},
+		{&errcat.Error{Code: errcat.CloudConsentRequired, Extra: map[string]any{"required_consents": []string{"x"}}}, 409, "",
+			errcat.Public{Status: 409, Type: errcat.TypeConflict, Code: errcat.CloudConsentRequired, Message: "Cloud consent required",
+				Extra: map[string]any{"required_consents": []string{"x"}}}},
+	}
+	for _, tc := range tests {
+		seen = nil
+		rec := httptest.NewRecorder()
+		errcat.WriteFormat(rec, tc.err, format)
+		got := []any{rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("Retry-After"), rec.Body.String()}
+		want := []any{tc.wantStatus, "application/json", tc.wantRetry, "{\"shape\":\"other\"}\n"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("WriteFormat(%v) answer mismatch (-want +got):\n%s", tc.err, diff)
+		}
+		if diff := cmp.Diff([]errcat.Public{tc.want}, seen); diff != "" {
+			t.Errorf("WriteFormat(%v) Public mismatch (-want +got):\n%s", tc.err, diff)
+		}
+	}
+	// nil is the gateway's envelope.
+	rec := httptest.NewRecorder()
+	errcat.WriteFormat(rec, errcat.New(errcat.Forbidden, "", "no"), nil)
+	if want := `{"error":{"type":"permission_error","code":"forbidden","message":"no","param":null},"gw_code":"forbidden"}` + "\n"; rec.Body.String() != want {
+		t.Errorf("WriteFormat(nil format) = %s, want %s", rec.Body, want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/upstream"
 )
 
 // modelsTTL is how long a computed /v1/models list is served ("Cached for 60 s").
@@ -62,15 +63,10 @@ func (s *Service) modelList(t *auth.Tenant) ([]byte, error) {
 		return c.body, nil
 	}
 	list := modelList{Object: "list", Data: []modelItem{}}
-	for _, m := range s.catalog.Models {
-		if !t.AllowsModel(m.Alias) {
-			continue
+	for i := range s.catalog.Models {
+		if m := &s.catalog.Models[i]; t.AllowsModel(m.Alias) {
+			list.Data = append(list.Data, s.item(m))
 		}
-		owner := m.Family
-		if owner == "" {
-			owner = "chatgw"
-		}
-		list.Data = append(list.Data, modelItem{ID: m.Alias, Object: "model", Created: s.created, OwnedBy: owner})
 	}
 	body, err := json.Marshal(list)
 	if err != nil {
@@ -84,6 +80,40 @@ func (s *Service) modelList(t *auth.Tenant) ([]byte, error) {
 	}
 	s.models[key] = cachedList{body: body, expires: now.Add(modelsTTL)}
 	return body, nil
+}
+
+// item is the model object of m, as the list and GetModel give it.
+func (s *Service) item(m *upstream.ModelInfo) modelItem {
+	owner := m.Family
+	if owner == "" {
+		owner = "chatgw"
+	}
+	return modelItem{ID: m.Alias, Object: "model", Created: s.created, OwnedBy: owner}
+}
+
+// GetModel serves GET /v1/models/{id}, OpenAI's model retrieval: the model
+// object of GET /v1/models' list for an alias of any kind that the
+// tenant's allowlist allows. An alias that is not in the catalog, or that
+// the tenant may not use, answers 404 route_not_found, in OpenAI's error
+// shape as the gateway's envelope is: the path names no model this tenant
+// can see, and the two cases answer alike, so that another tenant's
+// allowlist does not show.
+func (s *Service) GetModel(w http.ResponseWriter, r *http.Request) {
+	p, err := httpx.Principal(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	id := httpx.Param(r, "id")
+	m := s.catalog.Lookup(id)
+	if m == nil || !p.Tenant.AllowsModel(id) {
+		httpx.WriteError(w, r, errcat.Newf(errcat.RouteNotFound, "",
+			"No model %q for this tenant; GET /v1/models lists the models it may use.", id))
+		return
+	}
+	// The same answer as the list's entry, cached as long.
+	w.Header().Set("Cache-Control", "private, max-age=60")
+	httpx.WriteJSON(w, http.StatusOK, s.item(m))
 }
 
 // allowlistKey identifies an allowlist: "*" for every alias, else the aliases.

@@ -2,6 +2,9 @@ package openai_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +145,44 @@ func TestInfo(t *testing.T) {
 	// base_url_env is left out of the answer, not out of the catalog.
 	if got := cat.Models[0].Backends[0].BaseURLEnv; got != "local" {
 		t.Errorf("catalog BaseURLEnv = %q after GET /v1/info, want it kept", got)
+	}
+}
+
+// TestGetModel: GET /v1/models/{id} answers the list's entry for an alias
+// the tenant may use, and 404 route_not_found, alike, for an unknown alias
+// and for one outside the allowlist.
+func TestGetModel(t *testing.T) {
+	clk := clock.NewFake(time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC))
+	s := newService(&fakeUpstream{}, func(c *openai.Config) { c.Clock = clk })
+	router := testkit.Router(t, map[string]http.HandlerFunc{"GET /v1/models/:id": s.GetModel})
+	restricted := &auth.Tenant{ID: "b", Models: []string{"lm-text", "lm-embed"}}
+	tests := []struct {
+		id     string
+		tenant *auth.Tenant
+		want   string // the model's JSON, or the error
+	}{
+		{"lm-4-scout", allTenants, `{"id":"lm-4-scout","object":"model","created":1746100800,"owned_by":"lm-4"}`},
+		{"lm-embed", restricted, `{"id":"lm-embed","object":"model","created":1746100800,"owned_by":"lm-e"}`},
+		{"lm-4-scout", restricted, "404 route_not_found"},
+		{"gpt-5", allTenants, "404 route_not_found"},
+	}
+	for _, tt := range tests {
+		w := testkit.Serve(t, router, testkit.Request{Method: "GET", Target: "/v1/models/" + tt.id, Principal: testkit.Member(tt.tenant)})
+		got := strings.TrimSpace(w.Body.String())
+		if w.Code != 200 {
+			e := testkit.ErrorOf(t, w.Code, w.Body.Bytes())
+			got = strconv.Itoa(e.Status) + " " + e.Code
+		} else if cc := w.Header().Get("Cache-Control"); cc != "private, max-age=60" {
+			t.Errorf("GET /v1/models/%s: Cache-Control %q", tt.id, cc)
+		}
+		if got != tt.want {
+			t.Errorf("GET /v1/models/%s as %s: %s, want %s", tt.id, tt.tenant.ID, got, tt.want)
+		}
+	}
+	// The entry is the list's, byte for byte.
+	_, list := listModels(t, s, allTenants)
+	entry, _ := json.Marshal(list.Data[0])
+	if got := testkit.Serve(t, router, testkit.Request{Method: "GET", Target: "/v1/models/lm-4-scout", Principal: testkit.Member(allTenants)}); strings.TrimSpace(got.Body.String()) != string(entry) {
+		t.Errorf("GET /v1/models/lm-4-scout = %s, want the list's entry %s", got.Body, entry)
 	}
 }

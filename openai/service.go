@@ -1,5 +1,5 @@
 // Package openai is the stateless, OpenAI-compatible /v1 passthrough: chat
-// completions, the model list and the model catalog, with embeddings and
+// completions, the model list, a model and the model catalog, with embeddings and
 // audio in files of their own. It owns no storage and runs nothing in the
 // background: a request is checked, forwarded and answered (the cloud-consent
 // grants a request may persist go to internal/preflight's bucket, shared with
@@ -42,6 +42,13 @@
 // was made; owned_by is the model's family. The encoded list is cached for 60 s
 // per allowlist (Config.Clock), so catalog changes show within a minute.
 //
+// # GET /v1/models/{id}
+//
+// OpenAI's model retrieval: the list's entry for the alias, when the
+// tenant's allowlist allows it; otherwise 404 route_not_found (the catalog
+// has no model_not_found), the same for an unknown alias and a disallowed
+// one.
+//
 // # GET /v1/info
 //
 // The ModelCatalog, {"models":[ModelInfo...],"notes"}, restricted to the aliases
@@ -59,6 +66,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/guard"
+	"github.com/chatgw/gateway/internal/pipeline"
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
@@ -111,17 +119,13 @@ type Config struct {
 // are plain http.HandlerFuncs that expect the gateway's middleware to have run
 // (principal in the context, body limit, request info).
 type Service struct {
-	up        upstream.Upstream
-	catalog   *upstream.Catalog
-	clock     clock.Clock
-	logger    *slog.Logger
-	inject    func(ctx context.Context, tenantID, userID string) (string, error)
-	keepalive time.Duration
-	consents  preflight.Consents
-	quota     *quota.Accountant
-	maxBytes  int64
-	guard     guard.Classifier
-	created   int64 // the models' created time
+	up       upstream.Upstream
+	catalog  *upstream.Catalog
+	clock    clock.Clock
+	logger   *slog.Logger
+	maxBytes int64
+	chat     *pipeline.Chat // POST /v1/chat/completions
+	created  int64          // the models' created time
 
 	mu     sync.Mutex
 	models map[string]cachedList // by allowlist key
@@ -130,16 +134,12 @@ type Service struct {
 // New returns a Service for cfg.
 func New(cfg Config) *Service {
 	s := &Service{
-		up:        cfg.Upstream,
-		catalog:   cfg.Catalog,
-		clock:     cfg.Clock,
-		logger:    cfg.Logger,
-		inject:    cfg.Inject,
-		keepalive: cfg.KeepaliveInterval,
-		quota:     cfg.Quota,
-		maxBytes:  cfg.MaxResponseBytes,
-		guard:     cfg.Classifier,
-		models:    map[string]cachedList{},
+		up:       cfg.Upstream,
+		catalog:  cfg.Catalog,
+		clock:    cfg.Clock,
+		logger:   cfg.Logger,
+		maxBytes: cfg.MaxResponseBytes,
+		models:   map[string]cachedList{},
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}
@@ -147,9 +147,13 @@ func New(cfg Config) *Service {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Store != nil {
-		s.consents = preflight.NewStoreConsents(cfg.Store, s.clock)
-	}
 	s.created = s.clock.Now().Unix()
+	s.chat = &pipeline.Chat{
+		Upstream: s.up, Catalog: s.catalog, Inject: cfg.Inject, Classifier: cfg.Classifier,
+		Quota: cfg.Quota, Clock: s.clock, Keepalive: cfg.KeepaliveInterval, MaxBytes: s.maxBytes,
+	}
+	if cfg.Store != nil {
+		s.chat.Consents = preflight.NewStoreConsents(cfg.Store, s.clock)
+	}
 	return s
 }

@@ -1,16 +1,21 @@
-// compat.mjs: the official openai npm client against a running gatewayd.
+// compat.mjs: the official openai and @anthropic-ai/sdk npm clients against a
+// running gatewayd.
 //
 // Environment:
 //   GW_BASE_URL     the gateway's OpenAI base URL, such as http://127.0.0.1:8080/v1
-//   GW_TOKEN        a bearer token of a tenant that allows lm-4-scout and lm-embed
+//                   (Anthropic's client gets it without /v1: it adds /v1/messages)
+//   GW_TOKEN        a token of a tenant that allows lm-4-scout and lm-embed
 //   GW_DENIED_MODEL an alias outside that tenant's allowlist (default lm-transcribe)
 //   GW_CUT_MODEL    optional: an alias whose backend cuts its stream half-way
 //   GW_FALLBACK     "1" when lm-4-scout is expected to fall back (local backend down),
 //                   so that a backend_fallback notice must be seen
+//   GW_TOOL_MODEL   optional: an alias whose backend calls the first tool it is
+//                   offered, with {"city":"Paris"}, until it gets the tool's result
 //
 // It prints one line per check ("ok <name>" or "FAIL <name>: why"), then
 // "N passed, N failed", and exits 1 when a check failed.
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 
 const baseURL = process.env.GW_BASE_URL;
 const apiKey = process.env.GW_TOKEN;
@@ -21,6 +26,8 @@ if (!baseURL || !apiKey) {
 const deniedModel = process.env.GW_DENIED_MODEL || 'lm-transcribe';
 const cutModel = process.env.GW_CUT_MODEL || '';
 const expectFallback = process.env.GW_FALLBACK === '1';
+const toolModel = process.env.GW_TOOL_MODEL || '';
+const rootURL = baseURL.replace(/\/v1\/?$/, '');
 
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20000 });
 
@@ -160,6 +167,132 @@ if (cutModel) {
     }
     assert(err, `the cut stream ended without an error (got ${JSON.stringify(text)})`);
     assert(err instanceof OpenAI.APIError, `not an APIError: ${err}`);
+  });
+}
+
+// ---- models.retrieve (issue 17 item 4) ----
+
+await check('models.retrieve', async () => {
+  const m = await client.models.retrieve('lm-4-scout');
+  assert(m.id === 'lm-4-scout' && m.object === 'model' && typeof m.created === 'number', `model ${JSON.stringify(m)}`);
+  let err = null;
+  try {
+    await client.models.retrieve(deniedModel);
+  } catch (e) {
+    err = e;
+  }
+  assert(err instanceof OpenAI.NotFoundError, `retrieve(${deniedModel}): want NotFoundError, got ${err}`);
+});
+
+// ---- Anthropic's Messages API (issue 17 item 3) ----
+
+const anthropic = new Anthropic({ baseURL: rootURL, apiKey, maxRetries: 0, timeout: 20000 });
+const ask = { model: 'lm-4-scout', max_tokens: 256, messages: [{ role: 'user', content: 'Say hello' }] };
+
+await check('anthropic messages.create', async () => {
+  const { data: msg, response } = await anthropic.messages.create(ask).withResponse();
+  assert(msg.type === 'message' && msg.role === 'assistant' && msg.model === 'lm-4-scout', `message ${JSON.stringify(msg)}`);
+  assert(msg.content[0]?.type === 'text' && msg.content[0].text.length > 0, `content ${JSON.stringify(msg.content)}`);
+  assert(msg.stop_reason === 'end_turn', `stop_reason ${msg.stop_reason}`);
+  assert(msg.usage.input_tokens > 0 && msg.usage.output_tokens > 0, `usage ${JSON.stringify(msg.usage)}`);
+  if (expectFallback) {
+    const notice = response.headers.get('gw-notice') || '';
+    assert(notice.includes('backend_fallback'), `GW-Notice header ${JSON.stringify(notice)}, want backend_fallback`);
+  }
+});
+
+await check('anthropic messages.create stream (raw events)', async () => {
+  const stream = await anthropic.messages.create({ ...ask, stream: true });
+  const types = [];
+  let text = '';
+  for await (const ev of stream) {
+    // typical client code: switch on the type, ignore the others
+    types.push(ev.type);
+    if (ev.type === 'content_block_delta' && ev.delta.type === 'text_delta') text += ev.delta.text;
+  }
+  assert(types[0] === 'message_start' && types.at(-1) === 'message_stop', `events ${types}`);
+  assert(text.length > 0, `streamed text ${JSON.stringify(text)}`);
+  if (expectFallback) assert(types.includes('gw.notice'), `events ${types}: want the gw.notice event`);
+});
+
+await check('anthropic messages.stream (MessageStream helper, finalMessage)', async () => {
+  const stream = anthropic.messages.stream(ask);
+  let deltas = '';
+  stream.on('text', (d) => {
+    deltas += d;
+  });
+  const final = await stream.finalMessage();
+  const text = final.content[0]?.text;
+  assert(typeof text === 'string' && text.length > 0 && text === deltas, `final ${JSON.stringify(final)} vs deltas ${JSON.stringify(deltas)}`);
+  assert(final.stop_reason === 'end_turn' && final.usage.output_tokens > 0, `stop_reason ${final.stop_reason}, usage ${JSON.stringify(final.usage)}`);
+});
+
+await check('anthropic messages.countTokens', async () => {
+  const n = await anthropic.messages.countTokens({ model: 'lm-4-scout', messages: ask.messages });
+  assert(Number.isInteger(n.input_tokens) && n.input_tokens > 0, `count ${JSON.stringify(n)}`);
+});
+
+if (toolModel) {
+  await check('anthropic tool use over two turns (stream, then create)', async () => {
+    const tools = [{ name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+    const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+    const first = await anthropic.messages.stream({ model: toolModel, max_tokens: 256, tools, messages }).finalMessage();
+    const call = first.content.find((b) => b.type === 'tool_use');
+    assert(first.stop_reason === 'tool_use' && call, `first turn ${JSON.stringify(first)}`);
+    assert(call.name === 'get_weather' && call.input.city === 'Paris', `tool_use ${JSON.stringify(call)}`);
+    messages.push({ role: 'assistant', content: first.content });
+    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny, 24°C' }] });
+    const second = await anthropic.messages.create({ model: toolModel, max_tokens: 256, tools, messages });
+    assert(second.stop_reason === 'end_turn' && second.content[0]?.type === 'text' && second.content[0].text.length > 0, `second turn ${JSON.stringify(second)}`);
+  });
+}
+
+await check('anthropic error: model not in allowlist raises BadRequestError', async () => {
+  let err = null;
+  try {
+    await anthropic.messages.create({ ...ask, model: deniedModel });
+  } catch (e) {
+    err = e;
+  }
+  assert(err instanceof Anthropic.BadRequestError, `want BadRequestError, got ${err}`);
+  assert(err.status === 400 && err.type === 'invalid_request_error', `status ${err.status}, type ${err.type}`);
+  assert(err.error?.error?.code === 'model_not_in_allowlist' && err.error.error.param === 'model', `body ${JSON.stringify(err.error)}`);
+});
+
+await check('anthropic error: bad x-api-key raises AuthenticationError', async () => {
+  const bad = new Anthropic({ baseURL: rootURL, apiKey: 'not-a-token', maxRetries: 0 });
+  let err = null;
+  try {
+    await bad.messages.create(ask);
+  } catch (e) {
+    err = e;
+  }
+  assert(err instanceof Anthropic.AuthenticationError, `want AuthenticationError, got ${err}`);
+  assert(err.type === 'authentication_error' && err.error?.error?.code === 'invalid_authorization', `body ${JSON.stringify(err.error)}`);
+});
+
+await check('anthropic bearer (authToken) authenticates too', async () => {
+  const bearer = new Anthropic({ baseURL: rootURL, authToken: apiKey, maxRetries: 0, timeout: 20000 });
+  const msg = await bearer.messages.create(ask);
+  assert(msg.type === 'message', `message ${JSON.stringify(msg)}`);
+});
+
+if (cutModel) {
+  await check('anthropic cut stream raises an APIError (event: error)', async () => {
+    const stream = anthropic.messages.stream({ ...ask, model: cutModel });
+    let text = '';
+    stream.on('text', (d) => {
+      text += d;
+    });
+    let err = null;
+    try {
+      await stream.finalMessage();
+    } catch (e) {
+      err = e;
+    }
+    assert(err instanceof Anthropic.APIError, `the cut stream ended without an APIError (got ${err}, text ${JSON.stringify(text)})`);
+    assert(err.type === 'api_error' && err.error?.error?.code === 'upstream_error', `error ${JSON.stringify(err.error)}`);
+    assert(text.length > 0, 'no text before the cut');
   });
 }
 

@@ -119,6 +119,9 @@ func TestOpenAPIPaths(t *testing.T) {
 	want := []string{
 		"POST /v1/chat/completions",
 		"GET /v1/models",
+		"GET /v1/models/{id}",
+		"POST /v1/messages",
+		"POST /v1/messages/count_tokens",
 		"GET /v1/info",
 		"POST /v1/embeddings",
 		"POST /v1/images/generations",
@@ -265,6 +268,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		"ModelInfo", "Modalities", "ModelConstraints", "BackendInfo", "BackendStatus",
 		"ReadyReport", "ErrorEnvelope",
 		"Agent", "AgentSession", "Lineage", "RagIndex", "RagDocument", "RagHit", "Run", "Runtime",
+		"AnthropicMessageRequest", "AnthropicMessage", "AnthropicCountTokensRequest", "AnthropicTokenCount", "AnthropicErrorResponse",
 		"UsageList", "UsageGroup",
 	} {
 		if _, ok := schemas[name]; !ok {
@@ -355,7 +359,12 @@ func TestOpenAPISecurity(t *testing.T) {
 	if bearer["type"] != "http" || bearer["scheme"] != "bearer" {
 		t.Errorf("securitySchemes.bearer = %v, want type http, scheme bearer", bearer)
 	}
-	if diff := cmp.Diff([]any{map[string]any{"bearer": []any{}}}, doc["security"]); diff != "" {
+	apiKey := object(t, schemes["apiKey"], "securitySchemes.apiKey")
+	if apiKey["type"] != "apiKey" || apiKey["in"] != "header" || apiKey["name"] != "x-api-key" {
+		t.Errorf("securitySchemes.apiKey = %v, want the x-api-key header", apiKey)
+	}
+	// Either scheme: x-api-key authenticates like the bearer on every route.
+	if diff := cmp.Diff([]any{map[string]any{"bearer": []any{}}, map[string]any{"apiKey": []any{}}}, doc["security"]); diff != "" {
 		t.Errorf("top-level security mismatch (-want +got):\n%s", diff)
 	}
 	public := map[string]bool{"/": true, "/healthz": true, "/readyz": true, "/errors": true, "/docs/errors": true, "/openapi.json": true, "/openapi": true, "/redoc": true, "/playground": true}

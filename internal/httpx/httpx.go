@@ -53,6 +53,12 @@ type Info struct {
 	// record (see Meter); MeterOf finds it.
 	Meter Meter
 
+	// ErrorFormat is the shape of the route's error answers, set by the
+	// middleware from the route table before anything can fail: nil is the
+	// gateway's envelope, a client API's own Format on its routes (Anthropic's
+	// Messages API). WriteError writes with it.
+	ErrorFormat errcat.Format
+
 	// The parts of an Info that Init sets, allocated with it.
 	log      slog.Logger // what Logger points to
 	handler  idHandler   // log's handler: adds request_id
@@ -165,11 +171,12 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// WriteError sends err as the error envelope and records it for the request log
-// (with its cause, which the client never sees).
+// WriteError sends err in the route's error shape (Info.ErrorFormat: the
+// error envelope unless the route speaks another API) and records it for the
+// request log (with its cause, which the client never sees).
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	e := errcat.Write(w, err)
-	InfoFrom(r.Context()).Err = e
+	info := InfoFrom(r.Context())
+	info.Err = errcat.WriteFormat(w, err, info.ErrorFormat)
 }
 
 // Handle is the shape of a handler that decodes a request and answers JSON:

@@ -78,6 +78,42 @@ func Check(ctx context.Context, req *Request) (*Result, error) {
 	return res, nil
 }
 
+// Count runs the checks of a request that are about the request itself (1
+// to 8 of the package doc: its shape, model, fields and images), calls
+// Request.System (9), and returns the prompt's context-window estimate with
+// the injected text, as Result.PromptTokens would be. It leaves out what is
+// about sending the request (the context window, the content guard, cloud
+// consent), so that a client may count a prompt too large to send:
+// POST /v1/messages/count_tokens answers it.
+func Count(ctx context.Context, req *Request) (int, error) {
+	r, err := parseRequired(req)
+	if err != nil {
+		return 0, err
+	}
+	m, _, err := lookupModel(req, r.member(r.model))
+	if err != nil {
+		return 0, err
+	}
+	res := &Result{Model: m}
+	limits, err := r.readFields(res)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := limits.floor(m, res); err != nil {
+		return 0, err
+	}
+	if err := r.checkContent(m); err != nil {
+		return 0, err
+	}
+	system := ""
+	if req.System != nil {
+		if system, err = req.System(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return r.estimate(system), nil
+}
+
 // CheckBuilt is Check for a request the gateway built itself from what its
 // client sent (a /c1 turn, an agent's chat or compaction): it marshals built
 // into req.Body and, as the client's fields sit in the client's JSON body,

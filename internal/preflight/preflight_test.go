@@ -370,6 +370,45 @@ func TestCheckEstimate(t *testing.T) {
 	}
 }
 
+// TestCount: Count's estimate is Check's, injected text included; a
+// request's own faults answer as in Check, but what is about sending it
+// (the context window, the guard, consent) does not.
+func TestCount(t *testing.T) {
+	system := func(context.Context) (string, error) { return "twelve bytes", nil }
+	png := dataURI("image/png", encodeImage(t, "png"))
+	body := `{"model":"lm-4-scout","messages":[{"role":"user","content":"` + strings.Repeat("a", 27) + `\u00e9\n"},` +
+		`{"role":"user","content":[{"type":"text","text":"abcdef"},` + imagePart(png) + `]}]}`
+	count := func(body string, guarded bool) (int, error) {
+		tenant := &auth.Tenant{ID: "acme"}
+		if guarded {
+			tenant.Settings.ContentGuard = preflight.GuardBlock // no classifier: Check would answer 503
+			tenant.Settings.CloudDocConsent = true
+		}
+		return preflight.Count(context.Background(), &preflight.Request{Body: []byte(body), Tenant: tenant, Catalog: testCatalog(), System: system})
+	}
+	if n, err := count(body, true); err != nil || n != 1028 {
+		t.Errorf("Count() = %d, %v; want 1028 (TestCheckEstimate's), with no guard or consent", n, err)
+	}
+	small := `{"model":"lm-small","max_tokens":5,"messages":[{"role":"user","content":"` + strings.Repeat("a", 600) + `"}]}`
+	if n, err := count(small, false); err != nil || n != 4+200+4+4 {
+		t.Errorf("Count(over the window) = %d, %v; want %d, not context_window_exceeded", n, err, 4+200+4+4)
+	}
+	for _, tc := range []struct {
+		body string
+		want errWant
+	}{
+		{`{"messages":[{"role":"user","content":"x"}]}`, errWant{errcat.MissingField, "model", 400}},
+		{`{"model":"lm-embed","messages":[{"role":"user","content":"x"}]}`, errWant{errcat.ModelNotInAllowlist, "model", 400}},
+		{`{"model":"lm-text","messages":` + userParts(imagePart(png)) + `}`, errWant{errcat.ModelNotVisionCapable, "messages[].content[].image_url", 400}},
+		{`{"model":"lm-4-scout","max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, errWant{errcat.MaxTokensBelowMinimum, "max_tokens", 400}},
+	} {
+		_, err := count(tc.body, false)
+		if diff := cmp.Diff(tc.want, errOf(err)); diff != "" {
+			t.Errorf("Count(%s) mismatch (-want +got):\n%s", tc.body, diff)
+		}
+	}
+}
+
 func TestCheckSystemError(t *testing.T) {
 	want := errcat.Storage(errors.New("disk"))
 	body := `{"model":"lm-4-scout","messages":[{"role":"user","content":"hi"}]}`

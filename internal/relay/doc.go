@@ -60,6 +60,14 @@
 // After Options.Keepalive (default 15 s) without an upstream event, the comment
 // ": keepalive" is sent (and again after each further interval).
 //
+// # Other client APIs
+//
+// Options.Encoder writes the answer in another API's wire format (Anthropic's
+// Messages API; OpenAI's Responses API): the relay still reads the upstream's
+// chat-completions answer, settles the ticket and runs Capture and Commit on
+// it, and hands the Encoder each chunk (and the JSON completion, the end with
+// its notices, a mid-stream error, the keepalive) to translate. See Encoder.
+//
 // When the request's context is cancelled (the client went away) the upstream
 // body is closed at once, which ends the upstream call, and Response returns
 // promptly without writing anything more. A failed write to the client ends the

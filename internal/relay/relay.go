@@ -69,6 +69,14 @@ type Options struct {
 	// Capture, or with a UsageOnly one, is relayed whatever its length in
 	// constant memory. 0 means DefaultMaxBytes.
 	MaxBytes int64
+	// Encoder, when non-nil, writes the answer in another client API's wire
+	// format (see Encoder): the JSON body, the stream's events, its end and
+	// its notices, a mid-stream error and the keepalive. The notices of a
+	// stream then also go in the GW-Notice header, sent with the stream's
+	// headers, because a client of another API may drop events it does not
+	// know. Capture, Ticket and Commit still read the upstream's own answer.
+	// nil relays the upstream's chat-completions answer as it is.
+	Encoder Encoder
 }
 
 // Result says how a relay ended.

@@ -121,6 +121,14 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 	if opts.Capture != nil {
 		opts.Capture.fromJSON(b)
 	}
+	if enc := opts.Encoder; enc != nil {
+		// Before Commit: an answer the client cannot be given is not stored.
+		out, err := enc.Completion(b)
+		if err != nil {
+			return fail(w, r, nil, fmt.Errorf("relay: encode the answer: %w", err))
+		}
+		b = out
+	}
 	if opts.Commit != nil {
 		if err := opts.Commit(ctx); err != nil {
 			return reject(w, r, nil, err)
@@ -130,13 +138,7 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	setApplied(h, opts.Applied)
-	if len(opts.Notices) > 0 {
-		codes := make([]string, len(opts.Notices))
-		for i, n := range opts.Notices {
-			codes[i] = n.Code
-		}
-		h.Set(HeaderNotice, strings.Join(codes, ", "))
-	}
+	setNotices(h, opts.Notices)
 	httpx.InfoFrom(ctx).Metrics.AnswerStarts()
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(b); err != nil {
@@ -149,6 +151,9 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 	ctx := r.Context()
 	setApplied(w.Header(), opts.Applied)
 	s := NewSSE(w)
+	if s.enc = opts.Encoder; s.enc != nil {
+		setNotices(w.Header(), opts.Notices)
+	}
 	var mu sync.Mutex // guards s between the relay and the keepalive goroutine
 	ka := startKeepalive(&mu, s, opts.Keepalive)
 	defer ka.stop()
@@ -191,11 +196,19 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 			httpx.InfoFrom(ctx).Metrics.FirstChunk()
 		}
 		mu.Lock()
-		werr := s.Event(ev.Type, ev.Data)
+		var werr error
+		if s.enc != nil {
+			werr, failure = s.encodeChunk(ev.Type, ev.Data)
+		} else {
+			werr = s.Event(ev.Type, ev.Data)
+		}
 		ka.reset()
 		mu.Unlock()
 		if werr != nil {
 			return Result{Stream: true, Started: true, Err: werr}
+		}
+		if failure != nil {
+			break
 		}
 	}
 
@@ -224,6 +237,12 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 	}
 	if commitErr != nil {
 		return reject(w, r, s, commitErr)
+	}
+	if s.enc != nil {
+		if err := s.events(s.enc.End(nil, opts.Notices)); err != nil {
+			return Result{Stream: true, Started: true, Err: err}
+		}
+		return Result{Stream: true, Started: true, Complete: true}
 	}
 	if !haveMeta {
 		s.SetMeta(fallbackMeta(opts))
@@ -272,11 +291,16 @@ func reject(w http.ResponseWriter, r *http.Request, s *SSE, err error) Result {
 		// Remove what the caller set for a successful answer.
 		w.Header().Del(HeaderApplied)
 		w.Header().Del(HeaderAppliedLegacy)
+		w.Header().Del(HeaderNotice)
 		httpx.WriteError(w, r, e)
 		return Result{Stream: s != nil, Err: e}
 	}
 	info.Err = e
-	s.Error(e)
+	if s.enc != nil {
+		s.events(s.enc.Error(nil, e))
+	} else {
+		s.Error(e)
+	}
 	return Result{Stream: true, Started: true, Err: e}
 }
 
@@ -312,6 +336,17 @@ func fallbackMeta(opts *Options) wire.Meta {
 		now = opts.Clock.Now()
 	}
 	return wire.Meta{ID: "chatcmpl-gw", Model: opts.Model, Created: now.Unix()}
+}
+
+// setNotices sets the GW-Notice header to the codes of notices, if any.
+func setNotices(h http.Header, notices []Notice) {
+	if len(notices) > 0 {
+		codes := make([]string, len(notices))
+		for i, n := range notices {
+			codes[i] = n.Code
+		}
+		h.Set(HeaderNotice, strings.Join(codes, ", "))
+	}
 }
 
 func setApplied(h http.Header, applied string) {
@@ -363,7 +398,7 @@ func (ka *keepalive) fire() {
 	ka.mu.Lock()
 	defer ka.mu.Unlock()
 	if !ka.finished {
-		ka.s.Comment("keepalive")
+		ka.s.keepalive()
 		ka.timer.Reset(ka.interval)
 	}
 }

@@ -22,6 +22,8 @@ type SSE struct {
 	started bool
 	meta    wire.Meta // the stream's, reused by its gw.notice chunks
 	err     error
+	enc     Encoder // Options.Encoder of the relay writing this stream, or nil
+	evs     []Event // enc's events, reused from chunk to chunk
 }
 
 // NewSSE returns an SSE writing to w. Headers the caller set on w before the

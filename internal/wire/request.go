@@ -15,10 +15,17 @@ type Request struct {
 	StreamOptions *StreamOptions    `json:"stream_options,omitempty"`
 	MaxTokens     *int32            `json:"max_tokens,omitempty"`
 	Temperature   *float64          `json:"temperature,omitempty"`
+	// TopP and Stop are the sampling members a request translated from
+	// another client API carries (Anthropic's top_p and stop_sequences).
+	TopP *float64 `json:"top_p,omitempty"`
+	Stop []string `json:"stop,omitempty"`
 	// Tools is the array of tool definitions (Tool values, marshalled).
 	Tools          json.RawMessage `json:"tools,omitempty"`
 	ToolChoice     json.RawMessage `json:"tool_choice,omitempty"`
 	ResponseFormat json.RawMessage `json:"response_format,omitempty"`
+	// ParallelToolCalls, when set, says whether the model may call several
+	// tools at once (OpenAI's parallel_tool_calls; send it only with Tools).
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
 	// Attachments is the gateway's own additive member, which the pre-flight
 	// checks turn into parts of the last user message.
 	Attachments json.RawMessage `json:"attachments,omitempty"`

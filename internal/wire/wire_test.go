@@ -160,7 +160,7 @@ func TestMessageLayout(t *testing.T) {
 // TestRequestLayout pins the order of a built request's members and which
 // ones a zero value leaves out.
 func TestRequestLayout(t *testing.T) {
-	limit := int32(5)
+	limit, topP, parallel := int32(5), 0.5, false
 	for _, tc := range []struct {
 		req  wire.Request
 		want string
@@ -173,6 +173,10 @@ func TestRequestLayout(t *testing.T) {
 			ResponseFormat: json.RawMessage(`{"type":"text"}`), Attachments: json.RawMessage(`[]`),
 		}, `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},` +
 			`"max_tokens":5,"tools":[],"tool_choice":"auto","response_format":{"type":"text"},"attachments":[]}`},
+		{wire.Request{
+			Model: "m", Messages: []json.RawMessage{}, TopP: &topP, Stop: []string{"END"},
+			Tools: json.RawMessage(`[]`), ParallelToolCalls: &parallel,
+		}, `{"model":"m","messages":[],"stream":false,"top_p":0.5,"stop":["END"],"tools":[],"parallel_tool_calls":false}`},
 	} {
 		b, err := json.Marshal(tc.req)
 		if err != nil || string(b) != tc.want {

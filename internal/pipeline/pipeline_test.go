@@ -1,0 +1,85 @@
+package pipeline_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chatgw/gateway/auth"
+	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/pipeline"
+	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/testkit"
+	"github.com/chatgw/gateway/quota"
+	"github.com/chatgw/gateway/store/memstore"
+	"github.com/chatgw/gateway/upstream"
+)
+
+// upstreamFunc is an upstream.Upstream of a function.
+type upstreamFunc func(*upstream.Request) (*upstream.Response, error)
+
+func (f upstreamFunc) Do(_ context.Context, req *upstream.Request) (*upstream.Response, error) {
+	return f(req)
+}
+
+func catalog() *upstream.Catalog {
+	return &upstream.Catalog{Models: []upstream.ModelInfo{{Alias: "lm", Kind: upstream.KindChat, ContextWindow: 1000,
+		Backends: []upstream.BackendInfo{{Provider: "local", RouterAlias: "lm-local", Status: upstream.StatusAvailable}}}}}
+}
+
+// TestForward: a request that passed Check is admitted, forwarded with the
+// checked body and relayed with the Answer's Capture and Commit; a quota
+// refusal answers before any upstream call; a failed upstream call
+// releases its reservation and still counts as a request.
+func TestForward(t *testing.T) {
+	fc := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	cat := catalog()
+	acct := quota.New(quota.Config{Store: memstore.New(), Clock: fc, Catalog: cat})
+	var sent []string
+	fail := false
+	c := &pipeline.Chat{Catalog: cat, Quota: acct, Clock: fc, Upstream: upstreamFunc(func(req *upstream.Request) (*upstream.Response, error) {
+		sent = append(sent, string(req.Body))
+		if fail {
+			return nil, errcat.New(errcat.UpstreamUnavailable, "", "down")
+		}
+		return testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":"hi"}`, "stop")), nil
+	})}
+	tenant := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm": {RequestsPerDay: 2, TokensPerDay: 100000}}}
+	p := testkit.Member(tenant)
+	forward := func(a pipeline.Answer) (relay.Result, int) {
+		t.Helper()
+		r := testkit.NewRequest(t, testkit.Request{Method: "POST", Target: "/", Principal: p})
+		pf, err := c.Check(r, p, []byte(`{"messages":[{"role":"user","content":"hello"}],"model":"lm","max_tokens":10}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		return c.Forward(w, r, p, pf, a), w.Code
+	}
+
+	var capture relay.Capture
+	committed := false
+	res, status := forward(pipeline.Answer{Capture: &capture, Commit: func(context.Context) error { committed = true; return nil }})
+	if !res.Complete || status != 200 || !committed || capture.Content != "hi" || !res.Committed {
+		t.Errorf("Forward() = %+v, status %d, committed %v, captured %q; want a complete, committed answer", res, status, committed, capture.Content)
+	}
+	if len(sent) != 1 || sent[0] != `{"model":"lm","messages":[{"role":"user","content":"hello"}],"max_tokens":10}` {
+		t.Errorf("upstream got %q, want the checked body, model first", sent)
+	}
+
+	fail = true
+	if res, status := forward(pipeline.Answer{}); res.Started || status != 503 || errcat.CodeOf(res.Err) != errcat.UpstreamUnavailable {
+		t.Errorf("failed upstream: Forward() = %+v, status %d; want 503 upstream_unavailable", res, status)
+	}
+	fail = false
+	if res, status := forward(pipeline.Answer{}); status != 429 || errcat.CodeOf(res.Err) != errcat.ModelQuotaExhausted || len(sent) != 2 {
+		t.Errorf("over the quota: Forward() = %+v, status %d, %d upstream calls; want 429 model_quota_exhausted and no call", res, status, len(sent))
+	}
+	// The failed call counts as a request, its reservation released; the
+	// answer's usage (2 tokens) was charged.
+	if u := testkit.QuotaUsage(t, acct, "acme", "lm"); u != (quota.Usage{Requests: 2, Tokens: 2}) {
+		t.Errorf("quota usage %+v, want 2 requests, 2 tokens, nothing reserved", u)
+	}
+}

@@ -52,6 +52,7 @@ import (
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/usage"
 	"github.com/julienschmidt/httprouter"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Version is the API version of the interface description.
@@ -94,6 +95,9 @@ type Gateway struct {
 	// httpx.Info carries it to the relay.
 	shutdown   context.Context
 	endStreams context.CancelFunc
+
+	// tracer starts the gateway's spans; nil when it does not trace.
+	tracer trace.Tracer
 
 	closeOnce sync.Once
 	closers   []func() error
@@ -141,6 +145,7 @@ func (g *Gateway) wire() error {
 	if err := g.wireMetrics(); err != nil {
 		return err
 	}
+	g.wireTracing()
 	if c.store == nil {
 		db, err := boltstore.Open(filepath.Join(c.dataDir, "gateway.db"))
 		if err != nil {
@@ -150,7 +155,8 @@ func (g *Gateway) wire() error {
 		g.closers = append(g.closers, db.Close)
 	}
 	if c.upstream == nil {
-		r, err := upstream.NewRouter(c.catalog, c.backends, upstream.WithLogger(c.logger), upstream.WithObserver(g.attemptObserver()))
+		r, err := upstream.NewRouter(c.catalog, c.backends, upstream.WithLogger(c.logger), upstream.WithObserver(g.attemptObserver()),
+			upstream.WithTracerProvider(c.tracerProvider))
 		if err != nil {
 			return fmt.Errorf("gateway: upstream router: %w", err)
 		}
@@ -166,6 +172,7 @@ func (g *Gateway) wire() error {
 	g.closers = append(g.closers, g.usage.Close)
 	g.limiter = limiterOf(c)
 	g.instrument()
+	g.traceIO()
 	if err := g.wireFamilies(); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/chatgw/gateway/internal/metrics"
 	"github.com/chatgw/gateway/internal/redact"
 	"github.com/julienschmidt/httprouter"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // buildRouter registers every route of the table, wrapped in the per-route
@@ -54,6 +55,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	info.Metrics = g.metrics.Begin(start)
 	info.SetRequestIDHeader(w.Header())
 	*sw = statusWriter{ResponseWriter: w, info: info}
+	if g.tracer != nil {
+		r, st.span = g.startServerSpan(r, info)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			info.Err = errcat.Internal(fmt.Errorf("panic: %v", p))
@@ -63,6 +67,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		g.logRequest(r, sw, info, start)
 		info.Metrics.End(r.Method, sw.status, info.Err, info.Tenant)
+		if st.span != nil {
+			endServerSpan(st.span, sw.status, info)
+		}
 	}()
 	if r.ContentLength > g.cfg.bodyLimit {
 		// Answered before anything else, by the route (wrap: in the route's
@@ -84,6 +91,7 @@ type requestState struct {
 	info httpx.Info
 	sw   statusWriter
 	body requestBody
+	span trace.Span // the server span; nil when the gateway does not trace
 }
 
 // logRequest writes the request log line, unless the logger drops it.
@@ -129,11 +137,15 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 // (one Request copy).
 func (g *Gateway) wrap(rt route) httprouter.Handle {
 	mr := g.metrics.Route(rt.method, rt.path, operationOf(rt.path)) // resolved once, not per request
+	spanName := rt.method + " " + rt.path
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		info := infoOf(w)
 		info.Route = rt.path
 		info.Metrics.SetRoute(mr)
 		info.ErrorFormat = rt.errors
+		if g.tracer != nil {
+			nameServerSpan(r.Context(), spanName, rt.path)
+		}
 		if g.bodyTooLarge(w) {
 			return
 		}

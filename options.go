@@ -8,6 +8,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/upstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Option configures a Gateway. Options are applied in order after the defaults;
@@ -15,26 +16,28 @@ import (
 type Option func(*config) error
 
 type config struct {
-	store       Store
-	dataDir     string
-	upstream    Upstream
-	backends    upstream.Backends
-	catalog     *upstream.Catalog
-	tokens      TokenCatalog
-	clock       Clock
-	logger      *slog.Logger
-	metrics     metricsConfig // see metrics.go
-	rate        auth.Rate
-	limiter     RateLimiter
-	rateFail    bool // let requests pass when the limiter fails
-	bodyLimit   int64
-	keepalive   time.Duration
-	agentsDir   string
-	codingCmd   string
-	maxResponse int64
-	bodyTimeout time.Duration
-	bodyMinRate int64
-	classifier  Classifier
+	store    Store
+	dataDir  string
+	upstream Upstream
+	backends upstream.Backends
+	catalog  *upstream.Catalog
+	tokens   TokenCatalog
+	clock    Clock
+	logger   *slog.Logger
+	metrics  metricsConfig // see metrics.go
+	// tracerProvider traces requests (see tracing.go); nil: no tracing.
+	tracerProvider trace.TracerProvider
+	rate           auth.Rate
+	limiter        RateLimiter
+	rateFail       bool // let requests pass when the limiter fails
+	bodyLimit      int64
+	keepalive      time.Duration
+	agentsDir      string
+	codingCmd      string
+	maxResponse    int64
+	bodyTimeout    time.Duration
+	bodyMinRate    int64
+	classifier     Classifier
 	// guardTimeout bounds one classification; 0 means guard.DefaultTimeout.
 	guardTimeout time.Duration
 	usageKeep    time.Duration // usage records' retention; 0: usage.DefaultRetention

@@ -66,6 +66,8 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		Body:      pf.Body,
 		Stream:    t.stream,
 		RequestID: httpx.InfoFrom(r.Context()).RequestID,
+		// Traced as gen_ai.conversation.id.
+		ConversationID: t.id,
 	})
 	if err != nil {
 		httpx.WriteError(w, r, err)

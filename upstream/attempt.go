@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // outcome is the result of one attempt.
@@ -18,6 +19,7 @@ type outcome struct {
 	silent   bool          // the backend took the request but sent no first byte in time
 	retry    bool          // the next backend of the chain may be tried
 	att      Attempt       // what the Observer is told of a failed attempt; zero when nothing was sent
+	span     trace.Span    // the failed attempt's span, to end; nil when not traced
 }
 
 // attempt sends req to one backend. Its context derives from total (the caller's
@@ -37,6 +39,7 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 		return outcome{err: errcat.Internal(err)}
 	}
 	r.setHeaders(hreq.Header, req, t)
+	span := r.startSpan(ctx, req, t, n, hreq.Header)
 
 	timer := time.AfterFunc(r.backends.FirstByteTimeout, cancel)
 	resp, err := r.client.Do(hreq)
@@ -63,17 +66,17 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 			o, kind = outcome{err: unavailable("no model backend could be reached", cause), retry: true}, OutcomeConnectError
 		}
 		r.logAttempt(ctx, req, t, n, kind, 0, start, slog.String("error", r.transportText(err)))
-		o.att = attemptOf(req, t, n, kind, 0, start)
+		o.att, o.span = attemptOf(req, t, n, kind, 0, start), span
 		return o
 	}
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		r.logAttempt(ctx, req, t, n, OutcomeOK, resp.StatusCode, start)
 		body := &responseBody{rc: resp.Body, ctx: ctx, total: total, cancel: cancel}
-		if r.obs != nil {
+		if r.obs != nil || span != nil {
 			// The attempt goes on while the caller reads: it is reported
-			// when the body is closed.
-			body.obs, body.att = r.obs, attemptOf(req, t, n, OutcomeOK, resp.StatusCode, start)
+			// (and its span ended) when the body is closed.
+			body.obs, body.span, body.att = r.obs, span, attemptOf(req, t, n, OutcomeOK, resp.StatusCode, start)
 		}
 		return outcome{resp: &Response{
 			StatusCode:  resp.StatusCode,
@@ -82,6 +85,7 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 			Provider:    t.provider,
 			RouterAlias: t.routerAlias,
 			Attempt:     n,
+			Span:        span,
 		}}
 	}
 
@@ -101,7 +105,7 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 	retry := kind == OutcomeStatus &&
 		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500)
 	return outcome{err: e, answered: kind == OutcomeStatus, retry: retry,
-		att: attemptOf(req, t, n, kind, resp.StatusCode, start)}
+		att: attemptOf(req, t, n, kind, resp.StatusCode, start), span: span}
 }
 
 func (r *Router) setHeaders(h http.Header, req *Request, t *target) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/redact"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // payload is a request body that can be sent to several backends, each time with
@@ -261,6 +262,8 @@ type responseBody struct {
 	// outcome of the first failed read, if any.
 	obs Observer
 	att Attempt
+	// span, when not nil, is the attempt's client span, ended on Close.
+	span trace.Span
 }
 
 // Read reads the upstream body. Errors other than io.EOF are *errcat.Error:
@@ -270,7 +273,7 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
 		err = b.mapErr(err)
-		if b.obs != nil && b.att.Outcome == OutcomeOK {
+		if (b.obs != nil || b.span != nil) && b.att.Outcome == OutcomeOK {
 			b.att.Outcome = readOutcome(err)
 		}
 	}
@@ -294,11 +297,14 @@ func (b *responseBody) mapErr(err error) error {
 func (b *responseBody) Close() error {
 	err := b.rc.Close()
 	b.cancel()
-	if b.obs != nil {
-		obs := b.obs
-		b.obs = nil // the attempt ends once
+	if b.obs != nil || b.span != nil {
+		obs, span := b.obs, b.span
+		b.obs, b.span = nil, nil // the attempt ends once
 		b.att.Duration = time.Since(b.att.start)
-		obs.ObserveAttempt(b.ctx, b.att)
+		if obs != nil {
+			obs.ObserveAttempt(b.ctx, b.att)
+		}
+		endSpan(span, &b.att)
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Router is the default Upstream: it sends each call to the backends of the
@@ -28,7 +29,8 @@ type Router struct {
 	log          *slog.Logger
 	san          *sanitizer
 	probeTimeout time.Duration
-	obs          Observer // nil: attempts are only logged
+	obs          Observer     // nil: attempts are only logged
+	tracer       trace.Tracer // nil: attempts are not traced
 }
 
 var (
@@ -60,10 +62,11 @@ const (
 type Option func(*routerOptions)
 
 type routerOptions struct {
-	logger       *slog.Logger
-	transport    http.RoundTripper
-	probeTimeout time.Duration
-	observer     Observer
+	logger         *slog.Logger
+	transport      http.RoundTripper
+	probeTimeout   time.Duration
+	observer       Observer
+	tracerProvider trace.TracerProvider
 }
 
 // WithLogger sets the logger of attempts and outcomes. Default: discard.
@@ -124,6 +127,9 @@ func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
 		san:          newSanitizer(b),
 		probeTimeout: o.probeTimeout,
 		obs:          o.observer,
+	}
+	if o.tracerProvider != nil {
+		r.tracer = o.tracerProvider.Tracer(tracerName)
 	}
 	if err := r.cat.validate(); err != nil {
 		return nil, fmt.Errorf("upstream.NewRouter: %w", err)
@@ -195,12 +201,13 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 			body.cancel = func() { attemptCancel(); cancelTotal() }
 			return o.resp, nil
 		}
+		if o.att.Outcome != "" && o.retry && i+1 < len(chain) && p.retryable() {
+			o.att.Next = chain[i+1].provider
+		}
 		if r.obs != nil && o.att.Outcome != "" {
-			if o.retry && i+1 < len(chain) && p.retryable() {
-				o.att.Next = chain[i+1].provider
-			}
 			r.obs.ObserveAttempt(ctx, o.att)
 		}
+		endSpan(o.span, &o.att)
 		if o.answered {
 			lastAnswered = o.err
 		}

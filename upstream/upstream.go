@@ -9,6 +9,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Upstream sends one model call for a public alias, trying the alias's backends in
@@ -46,8 +48,13 @@ type Request struct {
 	ContentType string
 	// Stream tells the router that the caller expects an SSE answer.
 	Stream bool
-	// RequestID is sent upstream as x-request-id and used in logs.
+	// RequestID is sent upstream as x-request-id and used in logs and on
+	// the attempt spans (chatgw.request_id).
 	RequestID string
+	// ConversationID, when not "", is the /c1 conversation the call belongs
+	// to: it is sent nowhere, and recorded as gen_ai.conversation.id on the
+	// attempt spans of a tracing Router (WithTracerProvider).
+	ConversationID string
 }
 
 // Response is a successful (2xx) upstream answer.
@@ -66,6 +73,12 @@ type Response struct {
 	// Attempt is the position of the answering backend among those tried,
 	// 1 for the first; 0 when the Upstream does not say.
 	Attempt int
+	// Span is the answering attempt's OpenTelemetry client span when the
+	// Upstream traces (Router.WithTracerProvider), nil otherwise. Whoever
+	// reads the answer may add what it learns (response model, usage,
+	// finish reasons; never content) before closing Body, which ends the
+	// span: it must not call End itself.
+	Span trace.Span
 }
 
 // Prober is implemented by upstreams that can report readiness for /readyz.

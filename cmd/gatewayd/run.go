@@ -58,6 +58,17 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		defer st.Close() // after the gateway's Close, deferred below
 	}
 	reg := metricsRegistry(cfg)
+	tp, err := tracerProvider(ctx, lookup)
+	if err != nil {
+		return err
+	}
+	// Deferred before the gateway's Close, so run after it: the last
+	// requests' spans are flushed.
+	defer func() {
+		if err := shutdownTracing(tp); err != nil {
+			log.Warn("flushing traces failed", "error", err.Error())
+		}
+	}()
 	g, err := gateway.New(
 		gateway.WithDataDir(cfg.DataDir),
 		gateway.WithStore(st),
@@ -76,6 +87,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		gateway.WithClassifier(classifier),
 		gateway.WithGuardTimeout(cfg.GuardTimeout),
 		withMetrics(reg),
+		withTracing(tp),
 	)
 	if err != nil {
 		return err

@@ -134,11 +134,17 @@ func startDev(t *testing.T, args ...string) (base, token string, stop func() err
 // startDevOutput is startDev that also returns what gatewayd prints.
 func startDevOutput(t *testing.T, args ...string) (base, token string, out *testkit.Buffer, stop func() error) {
 	t.Helper()
+	return startDevEnv(t, nil, args...)
+}
+
+// startDevEnv is startDevOutput with the environment env.
+func startDevEnv(t *testing.T, env map[string]string, args ...string) (base, token string, out *testkit.Buffer, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &testkit.Buffer{}
 	done := make(chan error, 1)
 	args = append([]string{"-dev", "-addr", "127.0.0.1:0", "-data-dir", t.TempDir(), "-local-url", ""}, args...)
-	go func() { done <- run(ctx, args, envOf(nil), out) }()
+	go func() { done <- run(ctx, args, envOf(env), out) }()
 	addrRE := regexp.MustCompile(`listening on (http://\S+) `)
 	tokRE := regexp.MustCompile(`\n  (dev-[0-9a-f]+)\n`)
 	deadline := time.Now().Add(5 * time.Second)

@@ -57,8 +57,8 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 		defer stopSD()
 	}
 	rec := httpx.InfoFrom(r.Context()).Metrics
-	if rec.On() && opts.Capture == nil {
-		opts.Capture = &Capture{UsageOnly: true} // the answer's tokens, for the metrics
+	if (rec.On() || traced(resp.Span)) && opts.Capture == nil {
+		opts.Capture = &Capture{UsageOnly: true} // the answer's tokens, for the metrics and the span
 	}
 
 	committed := false
@@ -82,6 +82,7 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 	if opts.Capture != nil {
 		opts.Capture.finish()
 		rec.Usage(opts.Capture.Usage)
+		traceAnswer(resp.Span, opts.Capture) // before the deferred Close ends the span
 	}
 	return res
 }

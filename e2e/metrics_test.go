@@ -97,8 +97,8 @@ func TestMetrics(t *testing.T) {
 		`gen_ai_server_request_duration_seconds_count{error_type="",gen_ai_operation_name="chat",gen_ai_provider_name="local",gen_ai_request_model="lm-4-scout-local"}`:                 "2",
 		`gen_ai_server_request_duration_seconds_count{error_type="upstream_bad_request",gen_ai_operation_name="chat",gen_ai_provider_name="",gen_ai_request_model="lm-4-scout-cloudB"}`: "1",
 		`gen_ai_server_request_duration_seconds_count{error_type="invalid_json",gen_ai_operation_name="chat",gen_ai_provider_name="",gen_ai_request_model=""}`:                          "1",
-		`gen_ai_server_time_to_first_token_seconds_count{gen_ai_operation_name="chat",gen_ai_provider_name="local",gen_ai_request_model="lm-4-scout-local"}`:                            "1",
-		`gen_ai_server_time_per_output_token_seconds_count{gen_ai_operation_name="chat",gen_ai_provider_name="local",gen_ai_request_model="lm-4-scout-local"}`:                          "1",
+		`gen_ai_server_time_to_first_token_seconds_count{error_type="",gen_ai_operation_name="chat",gen_ai_provider_name="local",gen_ai_request_model="lm-4-scout-local"}`:              "1",
+		`gen_ai_server_time_per_output_token_seconds_count{error_type="",gen_ai_operation_name="chat",gen_ai_provider_name="local",gen_ai_request_model="lm-4-scout-local"}`:            "1",
 		`chatgw_overhead_seconds_count{` + route + `,stream="false"}`: "3",
 		`chatgw_overhead_seconds_count{` + route + `,stream="true"}`:  "1",
 		// Streams, limits.

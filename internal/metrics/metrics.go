@@ -137,14 +137,14 @@ func New(cfg Config) (*Metrics, error) {
 	}, append(genAI, labelErrorType))
 	m.ttft = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gen_ai_server_time_to_first_token_seconds",
-		Help:    "Time to generate first token for successful responses: to the first chunk of a stream sent to the client.",
+		Help:    "Time to generate first token for successful responses: to the first chunk of a stream sent to the client (error_type is the request's, \"\" for these).",
 		Buckets: ttftBuckets(),
-	}, genAI)
+	}, append(genAI, labelErrorType))
 	m.tpot = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gen_ai_server_time_per_output_token_seconds",
-		Help:    "Time per output token generated after the first token for successful responses (streams that reported their usage).",
+		Help:    "Time per output token generated after the first token for successful responses (streams that reported their usage; error_type \"\").",
 		Buckets: tpotBuckets(),
-	}, genAI)
+	}, append(genAI, labelErrorType))
 	m.clientDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gen_ai_client_operation_duration_seconds",
 		Help:    "GenAI operation duration: one upstream attempt, from sending it to its failure or to the end of its answer.",

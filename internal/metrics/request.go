@@ -314,8 +314,8 @@ func (r *Request) observeServer(rt *Route, d time.Duration, code string) {
 	if r.streamEnd == 0 || r.firstChunk == 0 {
 		return // the conventions record these for successful responses
 	}
-	ch := rt.tokenTime.get(serverKey{alias: alias, provider: provider}, func() tokenTimes {
-		return tokenTimes{ttft: m.ttft.WithLabelValues(rt.op, alias, provider), tpot: m.tpot.WithLabelValues(rt.op, alias, provider)}
+	ch := rt.tokenTime.get(serverKey{alias, provider, code}, func() tokenTimes {
+		return tokenTimes{ttft: m.ttft.WithLabelValues(rt.op, alias, provider, code), tpot: m.tpot.WithLabelValues(rt.op, alias, provider, code)}
 	})
 	ch.ttft.Observe(r.firstChunk.Seconds())
 	if r.haveUsage && r.out > 1 {

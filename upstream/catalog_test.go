@@ -300,3 +300,17 @@ func TestNewRouterValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentedModelFiles: the example model files of docs/backends.md
+// load as GATEWAY_MODELS_FILE would, so that the recipes stay true.
+func TestDocumentedModelFiles(t *testing.T) {
+	paths, err := filepath.Glob("../docs/models/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no example model files (%v)", err)
+	}
+	for _, p := range paths {
+		if _, err := upstream.LoadCatalog(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}

@@ -58,6 +58,7 @@ type config struct {
 	MetricsAddr      string        `env:"METRICS_ADDR" help:"address of the Prometheus metrics listener, serving /metrics without a bearer; unset: no metrics"`
 	Dev              bool          `help:"development mode: an admin token kept in the data dir, demo backend when none answers"`
 	DevToken         string        `help:"with -dev: the dev token to use instead of the one kept in the data dir"`
+	PrintModels      bool          `help:"print the effective model catalog (GATEWAY_MODELS_FILE's, or the built-in one) as a models file, and exit"`
 	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`
 }
 

@@ -29,6 +29,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		return err
 	}
+	if cfg.PrintModels {
+		return printModels(cfg, modelsOut)
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	classifier, reloadRules, err := contentGuard(cfg)
 	if err != nil {

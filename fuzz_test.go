@@ -1187,8 +1187,8 @@ func checkAnswer(t *testing.T, rt fuzzRoute, sent http.Header, rec *httptest.Res
 	}
 	switch {
 	case rt.path == "/docs/" && rec.Code == http.StatusFound:
-		// /docs/ and /docs/api lead to the API reference, /docs/api/, by a
-		// Location relative to the request (the gateway may be mounted
+		// /docs/ leads to the API reference, /docs/api/, by a Location
+		// relative to the request (the gateway may be mounted
 		// under a prefix).
 		if loc := rec.Header().Get("Location"); loc != "api/" {
 			t.Fatalf("%s %s answered 302 to %q, want the relative api/", rt.method, rt.path, loc)

@@ -24,6 +24,7 @@ type Docs struct {
 	openapi    []byte // the OpenAPI document, indented JSON
 	redoc      page   // the API reference as /redoc answers it
 	reference  page   // the API reference as /docs/api/ answers it
+	referenceD page   // the API reference as /docs/api answers it
 	playground page
 	landing    page
 }
@@ -54,6 +55,7 @@ func New(version string) *Docs {
 		openapi:    doc,
 		redoc:      referencePage("docs/api/", "openapi.json"),
 		reference:  referencePage("", "../../openapi.json"),
+		referenceD: referencePage("api/", "../openapi.json"),
 		playground: mustPage("playground"),
 		landing:    landing,
 	}

@@ -4,8 +4,9 @@
 //	GET /openapi.json  the OpenAPI 3.1 description of the gateway (application/json)
 //	GET /openapi       the same document, byte for byte (application/json)
 //	GET /redoc         the API reference (Swagger UI) rendered from /openapi.json
-//	GET /docs/api/     the same page, and under it the files it loads (the root
-//	                   routes /docs/* here through Docs.Reference)
+//	GET /docs/api      the same page (also at /docs/api/), and under /docs/api/
+//	                   the files it loads (the root routes /docs/* here
+//	                   through Docs.Reference)
 //	GET /playground    an HTML page to chat through /v1/chat/completions or /c1/chat
 //
 // # The document

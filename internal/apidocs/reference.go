@@ -109,16 +109,21 @@ func (d *Docs) Redoc(w http.ResponseWriter, _ *http.Request) {
 }
 
 // Reference serves the API reference under /docs: rest is the path after
-// /docs ("/api/", "/api/swagger-ui-bundle.js", ...). It reports false, having
-// written nothing, when rest is not one of the reference's paths.
+// /docs ("/api", "/api/", "/api/swagger-ui-bundle.js", ...); /docs/ leads to
+// /docs/api/. The page is served at /docs/api as at /docs/api/ (its URLs
+// written for each), since the OpenAPI document names paths without a
+// trailing slash. Reference reports false, having written nothing, when rest
+// is not one of the reference's paths.
 func (d *Docs) Reference(w http.ResponseWriter, r *http.Request, rest string) bool {
 	switch rest {
-	case "/", strings.TrimSuffix(referenceDir, "/"):
+	case "/":
 		// A relative Location (http.Redirect would make it absolute), so
-		// that it stays under a path prefix: /docs/ and /docs/api both
-		// resolve "api/" to /docs/api/.
+		// that it stays under a path prefix.
 		w.Header().Set("Location", "api/")
 		w.WriteHeader(http.StatusFound)
+		return true
+	case strings.TrimSuffix(referenceDir, "/"):
+		d.referenceD.serve(w)
 		return true
 	case referenceDir, referenceDir + "index.html":
 		d.reference.serve(w)

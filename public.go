@@ -76,12 +76,17 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, status, rep)
 }
 
-// docs serves /docs/*: the error catalog as HTML.
+// docs serves /docs/*: the error catalog as HTML (/docs/errors) and the API
+// reference (/docs/api/ and its files).
 func (g *Gateway) docs(w http.ResponseWriter, r *http.Request) {
-	switch httpx.Param(r, "path") {
+	rest := httpx.Param(r, "path")
+	switch rest {
 	case "/errors", "/errors/":
 		g.errorsHTML.ServeHTTP(w, r)
 	default:
+		if g.apidocs.Reference(w, r, rest) {
+			return
+		}
 		httpx.WriteError(w, r, errcat.Newf(errcat.RouteNotFound, "", "No route for %s %s.", r.Method, r.URL.Path))
 	}
 }

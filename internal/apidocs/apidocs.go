@@ -22,7 +22,9 @@ var assets embed.FS
 // safe for concurrent use and answer every request with bodies built once.
 type Docs struct {
 	openapi    []byte // the OpenAPI document, indented JSON
-	redoc      page
+	redoc      page   // the API reference as /redoc answers it
+	reference  page   // the API reference as /docs/api/ answers it
+	referenceD page   // the API reference as /docs/api answers it
 	playground page
 	landing    page
 }
@@ -51,7 +53,9 @@ func New(version string) *Docs {
 	landing.html = bytes.Replace(landing.html, []byte("@VERSION@"), []byte(html.EscapeString(version)), 1)
 	return &Docs{
 		openapi:    doc,
-		redoc:      mustPage("redoc"),
+		redoc:      referencePage("docs/api/", "openapi.json"),
+		reference:  referencePage("", "../../openapi.json"),
+		referenceD: referencePage("api/", "../openapi.json"),
 		playground: mustPage("playground"),
 		landing:    landing,
 	}
@@ -73,12 +77,6 @@ func (d *Docs) OpenAPIJSON(w http.ResponseWriter, _ *http.Request) {
 // application/json (see the package doc for why there is no YAML rendition).
 func (d *Docs) OpenAPI(w http.ResponseWriter, r *http.Request) {
 	d.OpenAPIJSON(w, r)
-}
-
-// Redoc handles GET /redoc: the HTML API reference, rendered in the browser
-// from openapi.json.
-func (d *Docs) Redoc(w http.ResponseWriter, _ *http.Request) {
-	d.redoc.serve(w)
 }
 
 // Landing answers GET / to a browser: the HTML page that links the

@@ -153,6 +153,7 @@ func TestOpenAPIPaths(t *testing.T) {
 		"GET /readyz",
 		"GET /errors",
 		"GET /docs/errors",
+		"GET /docs/api",
 		"GET /openapi.json",
 		"GET /openapi",
 		"GET /redoc",
@@ -367,7 +368,7 @@ func TestOpenAPISecurity(t *testing.T) {
 	if diff := cmp.Diff([]any{map[string]any{"bearer": []any{}}, map[string]any{"apiKey": []any{}}}, doc["security"]); diff != "" {
 		t.Errorf("top-level security mismatch (-want +got):\n%s", diff)
 	}
-	public := map[string]bool{"/": true, "/healthz": true, "/readyz": true, "/errors": true, "/docs/errors": true, "/openapi.json": true, "/openapi": true, "/redoc": true, "/playground": true}
+	public := map[string]bool{"/": true, "/healthz": true, "/readyz": true, "/errors": true, "/docs/errors": true, "/docs/api": true, "/openapi.json": true, "/openapi": true, "/redoc": true, "/playground": true}
 	for key, op := range operations(t, doc) {
 		path := key[strings.IndexByte(key, ' ')+1:]
 		sec, has := op["security"]

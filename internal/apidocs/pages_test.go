@@ -60,7 +60,6 @@ func TestPages(t *testing.T) {
 		h    http.HandlerFunc
 		path string
 	}{
-		{"redoc", d.Redoc, "/redoc"},
 		{"playground", d.Playground, "/playground"},
 		{"landing", d.Landing, "/"},
 	} {
@@ -199,7 +198,7 @@ func jsStrings(t *testing.T, src string) []string {
 var absolutePath = regexp.MustCompile(`^/[A-Za-z0-9_.~-]`)
 
 func TestScriptsUseRelativeURLsOnly(t *testing.T) {
-	for _, name := range []string{"playground.js", "redoc.js", "landing.js"} {
+	for _, name := range []string{"playground.js", "reference.js", "landing.js"} {
 		t.Run(name, func(t *testing.T) {
 			src := asset(t, name)
 			lits := jsStrings(t, src)
@@ -277,7 +276,7 @@ func TestPlaygroundFetchesThroughAPI(t *testing.T) {
 // document or model text into markup: model answers are rendered by building
 // elements and text nodes, never by parsing HTML.
 func TestNoMarkupInjection(t *testing.T) {
-	for _, name := range []string{"playground.js", "redoc.js", "landing.js"} {
+	for _, name := range []string{"playground.js", "reference.js", "landing.js"} {
 		src := asset(t, name)
 		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
 			"srcdoc", "DOMParser", "createContextualFragment", "setHTML", "parseHTMLUnsafe", "setTimeout('", "setTimeout(\"", ".setAttribute('on", ".setAttribute('style", ".setAttribute('href", ".setAttribute('src"} {

@@ -106,7 +106,9 @@ func TestTargetStatSums(t *testing.T) {
 	proc := &server{cmd: &exec.Cmd{Process: self}}
 	one := (&target{procs: []*server{proc}}).stat()
 	two := (&target{procs: []*server{proc, proc}}).stat()
-	if one.PeakRSSKB == 0 || two.PeakRSSKB < 2*one.PeakRSSKB || two.CPU < 2*one.CPU {
+	// CPU time only grows between the reads; the resident memory of a
+	// running process may shrink a little, hence 5% of slack.
+	if one.PeakRSSKB == 0 || two.PeakRSSKB < 2*one.PeakRSSKB*95/100 || two.CPU < 2*one.CPU {
 		t.Errorf("stat of the same process twice = %+v, want at least twice the stat of it once, %+v", two, one)
 	}
 }

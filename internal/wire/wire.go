@@ -10,6 +10,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/chatgw/gateway/internal/jsonscan"
 )
@@ -252,23 +253,8 @@ func Tokens(usage json.RawMessage) (in, out int64, ok bool) {
 
 // parseCount reads a JSON integer (a count of tokens); ok is false for
 // anything else, a fraction or an exponent included, and for one that does
-// not fit in an int64.
+// not fit in an int64. strconv does not allocate when it succeeds.
 func parseCount(b []byte) (n int64, ok bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 18 { // 18 digits always fit
-		return 0, false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
 }

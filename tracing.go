@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -17,13 +18,10 @@ import (
 // upstream Router's attempt spans have theirs).
 const tracerName = "github.com/chatgw/gateway"
 
-// Attribute keys of the server and store spans: the OpenTelemetry HTTP and
-// GenAI semantic conventions where they name one, chatgw.* otherwise.
+// Attribute keys of the server and store spans beside semconv's HTTP and
+// error keys: the GenAI conventions' names (semconv has none yet) and
+// chatgw.*.
 const (
-	attrMethod         = attribute.Key("http.request.method")
-	attrRoute          = attribute.Key("http.route")
-	attrStatus         = attribute.Key("http.response.status_code")
-	attrErrorType      = attribute.Key("error.type")
 	attrRequestID      = attribute.Key("chatgw.request_id")
 	attrTenant         = attribute.Key("chatgw.tenant.id")
 	attrConversationID = attribute.Key("gen_ai.conversation.id")
@@ -76,7 +74,7 @@ func (g *Gateway) startServerSpan(r *http.Request, info *httpx.Info) (*http.Requ
 	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	method := spanMethod(r.Method)
 	ctx, span := g.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attrMethod.String(method), attrRequestID.String(info.RequestID)))
+		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(method), attrRequestID.String(info.RequestID)))
 	return r.WithContext(ctx), span
 }
 
@@ -85,7 +83,7 @@ func (g *Gateway) startServerSpan(r *http.Request, info *httpx.Info) (*http.Requ
 func nameServerSpan(ctx context.Context, name, route string) {
 	span := trace.SpanFromContext(ctx)
 	span.SetName(name)
-	span.SetAttributes(attrRoute.String(route))
+	span.SetAttributes(semconv.HTTPRouteKey.String(route))
 }
 
 // endServerSpan ends span, the server span of a request answered with
@@ -96,12 +94,12 @@ func endServerSpan(span trace.Span, status int, info *httpx.Info) {
 	if status == 0 {
 		status = http.StatusOK // nothing written: net/http answers 200
 	}
-	span.SetAttributes(attrStatus.Int(status))
+	span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(status))
 	if info.Tenant != "" {
 		span.SetAttributes(attrTenant.String(info.Tenant))
 	}
 	if e := info.Err; e != nil {
-		span.SetAttributes(attrErrorType.String(string(e.Code)))
+		span.SetAttributes(semconv.ErrorTypeKey.String(string(e.Code)))
 	}
 	if status >= 500 {
 		desc := ""
@@ -171,7 +169,7 @@ func (s tracedStore) traced(ctx context.Context, name string, tx func(context.Co
 	ctx, span := s.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
 	err := tx(ctx, fn)
 	if err != nil {
-		span.SetAttributes(attrErrorType.String("store_error"))
+		span.SetAttributes(semconv.ErrorTypeKey.String("store_error"))
 		span.SetStatus(codes.Error, "store_error")
 	}
 	span.End()

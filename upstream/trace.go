@@ -8,18 +8,17 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Attribute keys of the attempt spans: the OpenTelemetry GenAI semantic
-// conventions where they name one, chatgw.* otherwise.
+// Attribute keys of the attempt spans beside semconv's HTTP and error
+// keys: the GenAI conventions' names (semconv has none yet) and chatgw.*.
 const (
 	attrOperation      = attribute.Key("gen_ai.operation.name")
 	attrProvider       = attribute.Key("gen_ai.provider.name")
 	attrRequestModel   = attribute.Key("gen_ai.request.model")
 	attrConversationID = attribute.Key("gen_ai.conversation.id")
-	attrErrorType      = attribute.Key("error.type")
-	attrStatus         = attribute.Key("http.response.status_code")
 	attrRouterAlias    = attribute.Key("chatgw.upstream.router_alias")
 	attrAttempt        = attribute.Key("chatgw.upstream.attempt")
 	attrRequestID      = attribute.Key("chatgw.request_id")
@@ -89,7 +88,7 @@ func endSpan(span trace.Span, a *Attempt) {
 		return
 	}
 	if a.Status != 0 {
-		span.SetAttributes(attrStatus.Int(a.Status))
+		span.SetAttributes(semconv.HTTPResponseStatusCodeKey.Int(a.Status))
 	}
 	if a.Outcome != OutcomeOK {
 		et := a.Outcome
@@ -99,7 +98,7 @@ func endSpan(span trace.Span, a *Attempt) {
 				et = "_OTHER"
 			}
 		}
-		span.SetAttributes(attrErrorType.String(et))
+		span.SetAttributes(semconv.ErrorTypeKey.String(et))
 		span.SetStatus(codes.Error, et)
 	}
 	if a.Next != "" {

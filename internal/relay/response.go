@@ -34,10 +34,13 @@ const maxEventSize = 1 << 20
 // with a successful answer. When r is metered (httpx.MeterOf), the answer's
 // usage, as far as it arrived, is reported to its Meter as Response returns.
 func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, opts Options) Result {
-	if meter := httpx.MeterOf(r.Context()); opts.Ticket != nil || meter != nil {
-		if opts.Capture == nil {
-			opts.Capture = &Capture{UsageOnly: true}
-		}
+	meter, rec := httpx.MeterOf(r.Context()), httpx.InfoFrom(r.Context()).Metrics
+	if opts.Capture == nil && (opts.Ticket != nil || meter != nil || rec.On() || traced(resp.Span)) {
+		// Only the answer's usage: for the quota, the usage record, the
+		// metrics and the span.
+		opts.Capture = &Capture{UsageOnly: true}
+	}
+	if opts.Ticket != nil || meter != nil {
 		capture, ticket := opts.Capture, opts.Ticket
 		defer func() {
 			meter.Report(capture.Usage)
@@ -55,10 +58,6 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 		// told why (see shutdownError).
 		stopSD := context.AfterFunc(sd, func() { body.Close() })
 		defer stopSD()
-	}
-	rec := httpx.InfoFrom(r.Context()).Metrics
-	if (rec.On() || traced(resp.Span)) && opts.Capture == nil {
-		opts.Capture = &Capture{UsageOnly: true} // the answer's tokens, for the metrics and the span
 	}
 
 	committed := false

@@ -10,13 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatgw/gateway"
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/guard"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 )
@@ -342,21 +342,10 @@ func saw(fake *upstreamtest.Server, key, content string) bool {
 }
 
 // logSink collects a gateway's JSON log lines.
-type logSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
+type logSink struct{ testkit.Buffer }
 
 func (s *logSink) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Split(strings.TrimSuffix(s.buf.String(), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(s.String(), "\n"), "\n")
 }
 
 // leaks returns the lines that hold a marker.

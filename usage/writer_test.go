@@ -1,7 +1,6 @@
 package usage_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/usage"
 )
@@ -104,7 +104,7 @@ func TestFlushWritesOnceEach(t *testing.T) {
 // TestStoreFailing: while the store fails the records wait, oldest first, and
 // are written once it recovers; Record never fails or waits meanwhile.
 func TestStoreFailing(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	e := newEnv(t, usage.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	e.st.FailWith(func(op string) error {
 		if op == "View" {
@@ -152,7 +152,7 @@ func TestStoreFailing(t *testing.T) {
 // TestOverflow: the buffer holds MaxBuffered records; what overflows is
 // dropped, counted and logged at most once a second (the fake clock's).
 func TestOverflow(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	e := newEnv(t, usage.Config{MaxBuffered: 5, MaxBatch: 100, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	e.st.FailNext(errDisk)
 	for range 8 {
@@ -214,7 +214,7 @@ func TestCloseFlushes(t *testing.T) {
 // TestCloseWithStoreDown: what Close cannot write is counted, logged and
 // reported.
 func TestCloseWithStoreDown(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	e := newEnv(t, usage.Config{CloseTimeout: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	e.st.FailWith(func(string) error { return errDisk })
 	for range 7 {
@@ -287,22 +287,4 @@ func TestRecordConcurrent(t *testing.T) {
 	if g := e.stored(t); g.Requests != 4000 || g.InputTokens != 4000 {
 		t.Errorf("stored %+v, want 4000 requests", g)
 	}
-}
-
-// syncBuffer is a log sink the writer goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

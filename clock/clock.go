@@ -48,3 +48,20 @@ func (f *Fake) Set(t time.Time) {
 	f.now = t
 	f.mu.Unlock()
 }
+
+// secsPerDay is the length of a UTC day.
+const secsPerDay = 24 * 60 * 60
+
+// Day returns the UTC day number of t: whole days since 1970-01-01 UTC
+// (negative before), the day daily quotas and usage records count by.
+func Day(t time.Time) int64 {
+	s := t.Unix()
+	d := s / secsPerDay
+	if s%secsPerDay < 0 {
+		d--
+	}
+	return d
+}
+
+// DayStart returns 00:00 UTC of day, a Day number.
+func DayStart(day int64) time.Time { return time.Unix(day*secsPerDay, 0).UTC() }

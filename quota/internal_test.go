@@ -57,26 +57,6 @@ func counters(t *testing.T, st store.Store) int {
 	return n
 }
 
-func TestDayOf(t *testing.T) {
-	tests := []struct {
-		at   time.Time
-		want int64
-	}{
-		{time.Unix(0, 0), 0},
-		{time.Unix(86399, 999_999_999), 0},
-		{time.Unix(86400, 0), 1},
-		{time.Unix(-1, 0), -1},
-		{time.Unix(-86400, 0), -1},
-		{time.Unix(-86401, 0), -2},
-		{time.Date(2025, 6, 1, 23, 59, 59, 0, time.FixedZone("UTC-5", -5*3600)), 20241}, // 2025-06-02 04:59:59 UTC
-	}
-	for _, tc := range tests {
-		if got := dayOf(tc.at); got != tc.want {
-			t.Errorf("dayOf(%v) = %d, want %d", tc.at, got, tc.want)
-		}
-	}
-}
-
 // TestDayKeysSortByDay: the purge relies on day keys sorting as the days do,
 // also across 1970 (the sign of the day number).
 func TestDayKeysSortByDay(t *testing.T) {

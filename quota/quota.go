@@ -16,8 +16,6 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-const secsPerDay = 24 * 60 * 60
-
 // DefaultReservationTTL is the lifetime of a reservation whose ticket is never
 // ended: longer than the upstream's default total time-out (600 s, which
 // bounds a whole call, answer included), with time to spare for storing the
@@ -182,7 +180,7 @@ func (a *Accountant) Usage(ctx context.Context, tenantID, alias string) (Usage, 
 // when that is later: a clock that steps back does not bring back a past day,
 // whose counters may be deleted already.
 func (a *Accountant) today(now time.Time) int64 {
-	day := dayOf(now)
+	day := clock.Day(now)
 	for {
 		last := a.latest.Load()
 		if day <= last {
@@ -213,17 +211,7 @@ func (a *Accountant) purge(ctx context.Context, day int64) {
 	a.purged.Store(max(a.purged.Load(), day)) // only the purger stores
 }
 
-// dayOf returns the UTC day number of t: whole days since 1970-01-01 UTC.
-func dayOf(t time.Time) int64 {
-	s := t.Unix()
-	d := s / secsPerDay
-	if s%secsPerDay < 0 {
-		d--
-	}
-	return d
-}
-
 // untilNextDay returns the time from now to the 00:00 UTC that ends day.
 func untilNextDay(now time.Time, day int64) time.Duration {
-	return time.Unix((day+1)*secsPerDay, 0).Sub(now)
+	return clock.DayStart(day + 1).Sub(now)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -24,9 +25,6 @@ var (
 	bucketTenants = []byte("usage/tenants")
 )
 
-// secsPerDay is the length of a UTC day.
-const secsPerDay = 24 * 60 * 60
-
 // storedRecord is a Record as stored; tenant and time are in the key.
 type storedRecord struct {
 	User         string `json:"user,omitempty"`
@@ -39,19 +37,6 @@ type storedRecord struct {
 	OutputTokens int64  `json:"output_tokens"`
 	UsageMissing bool   `json:"usage_missing,omitempty"`
 }
-
-// dayOf returns the UTC day number of t: whole days since 1970-01-01 UTC.
-func dayOf(t time.Time) int64 {
-	s := t.Unix()
-	d := s / secsPerDay
-	if s%secsPerDay < 0 {
-		d--
-	}
-	return d
-}
-
-// dayStart returns 00:00 UTC of day.
-func dayStart(day int64) time.Time { return time.Unix(day*secsPerDay, 0).UTC() }
 
 // tenantPrefix is the prefix of every record key of tenant.
 func tenantPrefix(tenant string) []byte { return store.AppendString(nil, tenant) }
@@ -70,7 +55,7 @@ func recordKey(p *pending, instance uint64) []byte {
 	// One allocation: the tenant (2 bytes of terminator, more for each NUL
 	// byte) and four integers.
 	k := store.AppendString(make([]byte, 0, len(p.rec.Tenant)+8+4*8), p.rec.Tenant)
-	k = store.AppendUint64(k, uint64(dayOf(t)))
+	k = store.AppendUint64(k, uint64(clock.Day(t)))
 	k = store.AppendUint64(k, uint64(t.UnixNano()))
 	k = store.AppendUint64(k, instance)
 	return store.AppendUint64(k, p.seq)

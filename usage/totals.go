@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -140,7 +141,7 @@ func (s *Service) Totals(ctx context.Context, q Query) ([]Group, error) {
 		if err != nil || !ok {
 			return err
 		}
-		for day := max(dayOf(from), first); day <= min(dayOf(to.Add(-1)), last); day++ {
+		for day := max(clock.Day(from), first); day <= min(clock.Day(to.Add(-1)), last); day++ {
 			err := tx.Scan(bucketRecords, dayPrefix(q.Tenant, day), false, func(k, v []byte) (bool, error) {
 				_, at, err := keyTime(k[len(prefix):])
 				switch {
@@ -228,7 +229,7 @@ func (q *Query) add(groups map[groupID]*Group, day int64, r *storedRecord) {
 	if g == nil {
 		g = &Group{Alias: id.alias, User: id.user, Backend: id.backend, Kind: id.kind, by: q.GroupBy}
 		if slices.Contains(q.GroupBy, ByDay) {
-			g.Day = dayStart(day).Format(time.DateOnly)
+			g.Day = clock.DayStart(day).Format(time.DateOnly)
 		}
 		groups[id] = g
 	}

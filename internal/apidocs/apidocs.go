@@ -149,17 +149,18 @@ func buildPage(name string) (page, error) {
 	}
 	out := strings.Replace(html, styleMarker, "<style>"+style+"</style>", 1)
 	out = strings.Replace(out, scriptMarker, "<script>"+script+"</script>", 1)
-	return page{html: []byte(out), csp: policy(script, style)}, nil
+	return page{html: []byte(out), csp: policy(hashSource(script), hashSource(style))}, nil
 }
 
-// policy is the Content-Security-Policy of a page whose only inline script and
-// style are script and style: nothing loads from elsewhere, fetches go to the
-// page's own origin only, and the page may not be framed.
-func policy(script, style string) string {
+// policy is the Content-Security-Policy of a page whose scripts and styles
+// are the sources scriptSrc and styleSrc allow (the hashes of its inline
+// blocks, or 'self' for files): nothing loads from elsewhere, fetches go to
+// the page's own origin only, and the page may not be framed.
+func policy(scriptSrc, styleSrc string) string {
 	return strings.Join([]string{
 		"default-src 'none'",
-		"script-src " + hashSource(script),
-		"style-src " + hashSource(style),
+		"script-src " + scriptSrc,
+		"style-src " + styleSrc,
 		"connect-src 'self'",
 		"img-src 'self' data:",
 		"base-uri 'none'",

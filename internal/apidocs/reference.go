@@ -79,16 +79,7 @@ func files() map[string]*staticFile {
 // referencePolicy is the Content-Security-Policy of the reference page: its
 // scripts and styles are files of the page's own origin, no inline code; the
 // document and "Try it out" fetch from the same origin.
-var referencePolicy = strings.Join([]string{
-	"default-src 'none'",
-	"script-src 'self'",
-	"style-src 'self'",
-	"connect-src 'self'",
-	"img-src 'self' data:",
-	"base-uri 'none'",
-	"form-action 'none'",
-	"frame-ancestors 'none'",
-}, "; ")
+var referencePolicy = policy("'self'", "'self'")
 
 // referencePage renders assets/reference.html for a page whose files are at
 // base (relative to the page) and whose document is at spec.

@@ -163,16 +163,15 @@ func (g *Gateway) wire() error {
 		c.upstream = r
 		g.closers = append(g.closers, r.Close)
 	}
-	// Every family reaches the upstream through the meter, which notes each
-	// call in the usage record of a metered request. The usage Service writes
+	// Every family reaches the upstream through the observation layer
+	// (observe), which notes each call in the usage record of a metered
+	// request. The usage Service writes
 	// its last records on Close, so it closes before the store (closers run in
 	// reverse order), after the requests were drained.
-	c.upstream = meterUpstream(c.upstream)
 	g.usage = usage.New(usage.Config{Store: c.store, Clock: c.clock, Logger: c.logger, Retention: c.usageKeep})
 	g.closers = append(g.closers, g.usage.Close)
 	g.limiter = limiterOf(c)
-	g.instrument()
-	g.traceIO()
+	g.observe()
 	if err := g.wireFamilies(); err != nil {
 		return err
 	}

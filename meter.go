@@ -1,11 +1,9 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/chatgw/gateway/internal/httpx"
-	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/usage"
 )
 
@@ -38,38 +36,4 @@ func (g *Gateway) metered(kind usage.Kind, h http.HandlerFunc) http.HandlerFunc 
 		}
 		g.usage.Record(rec)
 	}
-}
-
-// meteredUpstream notes each upstream call of a metered request in the
-// request's Meter: the alias, and the provider that answered ("" when the
-// call failed). It is what every family's Upstream is, so that no family
-// meters its calls itself.
-type meteredUpstream struct{ upstream.Upstream }
-
-func (u meteredUpstream) Do(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
-	resp, err := u.Upstream.Do(ctx, req)
-	if m := httpx.MeterOf(ctx); m != nil {
-		backend := ""
-		if err == nil {
-			backend = resp.Provider
-		}
-		m.Call(req.Alias, backend)
-	}
-	return resp, err
-}
-
-// meteredProber is a meteredUpstream whose Upstream is an upstream.Prober,
-// which /readyz asks.
-type meteredProber struct {
-	meteredUpstream
-	upstream.Prober
-}
-
-// meterUpstream wraps u in a meteredUpstream that keeps u's Prober.
-func meterUpstream(u upstream.Upstream) upstream.Upstream {
-	m := meteredUpstream{u}
-	if p, ok := u.(upstream.Prober); ok {
-		return meteredProber{m, p}
-	}
-	return m
 }

@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/metrics"
-	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -83,29 +80,6 @@ func (g *Gateway) quotaRefused() func(tenantID, alias string, code errcat.Code) 
 	return g.metrics.QuotaRefused
 }
 
-// instrument puts the timing decorators around the store and the upstream,
-// and hears bbolt's group commits, when the gateway has metrics. It runs
-// after the store's optional capabilities (ratelimit.Provider) were taken,
-// since the decorators hide them.
-func (g *Gateway) instrument() {
-	m, c := g.metrics, &g.cfg
-	if m == nil {
-		return
-	}
-	if s, ok := c.store.(interface{ ObserveCommits(func(calls int)) }); ok {
-		s.ObserveCommits(m.GroupCommit)
-		// A store passed by the embedder outlives the gateway.
-		g.closers = append(g.closers, func() error { s.ObserveCommits(nil); return nil })
-	}
-	c.store = meteredStore{Store: c.store, m: m}
-	mu := timedUpstream{up: c.upstream}
-	if p, ok := c.upstream.(upstream.Prober); ok {
-		c.upstream = timedProber{timedUpstream: mu, p: p}
-	} else {
-		c.upstream = mu
-	}
-}
-
 // operationOf is the gen_ai.operation.name of the requests of the route
 // path, "" for a route that calls no model.
 func operationOf(path string) string {
@@ -122,33 +96,6 @@ func operationOf(path string) string {
 	return ""
 }
 
-// timedUpstream tells the request's metrics of each call to the Upstream
-// and times the wait for it, in Do and in the reads of its answer: what
-// chatgw_overhead_seconds leaves out.
-type timedUpstream struct{ up upstream.Upstream }
-
-func (u timedUpstream) Do(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
-	rec := httpx.InfoFrom(ctx).Metrics
-	start := time.Now()
-	resp, err := u.up.Do(ctx, req)
-	d := time.Since(start)
-	if err != nil {
-		rec.UpstreamCall(req.Alias, req.Path, "", 0, d)
-		return nil, err
-	}
-	rec.UpstreamCall(req.Alias, req.Path, resp.Provider, resp.Attempt, d)
-	resp.Body = timedBody{ReadCloser: resp.Body, rec: rec}
-	return resp, nil
-}
-
-// timedProber is timedUpstream over an Upstream that probes, for /readyz.
-type timedProber struct {
-	timedUpstream
-	p upstream.Prober
-}
-
-func (u timedProber) Probe(ctx context.Context) upstream.Readiness { return u.p.Probe(ctx) }
-
 // timedBody adds the time its Reads block to the request's wait on the
 // upstream.
 type timedBody struct {
@@ -161,33 +108,4 @@ func (b timedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.rec.AddWait(time.Since(start))
 	return n, err
-}
-
-// meteredStore times the store's transactions as their callers wait for
-// them (chatgw_store_transaction_duration_seconds): retries and the wait for
-// a group commit included.
-type meteredStore struct {
-	store.Store
-	m *metrics.Metrics
-}
-
-func (s meteredStore) View(ctx context.Context, fn func(store.Tx) error) error {
-	start := time.Now()
-	err := s.Store.View(ctx, fn)
-	s.m.StoreTx(metrics.StoreView, time.Since(start))
-	return err
-}
-
-func (s meteredStore) Update(ctx context.Context, fn func(store.Tx) error) error {
-	start := time.Now()
-	err := s.Store.Update(ctx, fn)
-	s.m.StoreTx(metrics.StoreUpdate, time.Since(start))
-	return err
-}
-
-func (s meteredStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	start := time.Now()
-	err := s.Store.Batch(ctx, fn)
-	s.m.StoreTx(metrics.StoreBatch, time.Since(start))
-	return err
 }

@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/chatgw/gateway/internal/httpx"
-	"github.com/chatgw/gateway/store"
-	"github.com/chatgw/gateway/upstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -47,23 +45,6 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 func (g *Gateway) wireTracing() {
 	if tp := g.cfg.tracerProvider; tp != nil {
 		g.tracer = tp.Tracer(tracerName, trace.WithInstrumentationVersion(Version))
-	}
-}
-
-// traceIO puts the tracing decorators around the store and the upstream
-// when the gateway traces. Like instrument, it runs after the store's
-// optional capabilities were taken.
-func (g *Gateway) traceIO() {
-	if g.tracer == nil {
-		return
-	}
-	c := &g.cfg
-	c.store = tracedStore{Store: c.store, tracer: g.tracer}
-	tu := tracedUpstream{up: c.upstream}
-	if p, ok := c.upstream.(upstream.Prober); ok {
-		c.upstream = tracedProber{tracedUpstream: tu, p: p}
-	} else {
-		c.upstream = tu
 	}
 }
 
@@ -121,57 +102,4 @@ func spanMethod(m string) string {
 		return m
 	}
 	return "_OTHER"
-}
-
-// tracedUpstream puts the /c1 conversation id of a call on the request's
-// server span; the attempt spans are the Router's (upstream.WithTracerProvider).
-type tracedUpstream struct{ up upstream.Upstream }
-
-func (u tracedUpstream) Do(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
-	if req.ConversationID != "" {
-		trace.SpanFromContext(ctx).SetAttributes(attrConversationID.String(req.ConversationID))
-	}
-	return u.up.Do(ctx, req)
-}
-
-// tracedProber is tracedUpstream over an Upstream that probes, for /readyz.
-type tracedProber struct {
-	tracedUpstream
-	p upstream.Prober
-}
-
-func (u tracedProber) Probe(ctx context.Context) upstream.Readiness { return u.p.Probe(ctx) }
-
-// tracedStore starts a span for each transaction made inside a traced
-// request (a recording span in its context); background work (purgers,
-// the usage writer) makes no root spans of its own.
-type tracedStore struct {
-	store.Store
-	tracer trace.Tracer
-}
-
-func (s tracedStore) View(ctx context.Context, fn func(store.Tx) error) error {
-	return s.traced(ctx, "store.view", s.Store.View, fn)
-}
-
-func (s tracedStore) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return s.traced(ctx, "store.update", s.Store.Update, fn)
-}
-
-func (s tracedStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	return s.traced(ctx, "store.batch", s.Store.Batch, fn)
-}
-
-func (s tracedStore) traced(ctx context.Context, name string, tx func(context.Context, func(store.Tx) error) error, fn func(store.Tx) error) error {
-	if !trace.SpanFromContext(ctx).IsRecording() {
-		return tx(ctx, fn)
-	}
-	ctx, span := s.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
-	err := tx(ctx, fn)
-	if err != nil {
-		span.SetAttributes(semconv.ErrorTypeKey.String("store_error"))
-		span.SetStatus(codes.Error, "store_error")
-	}
-	span.End()
-	return err
 }

@@ -3,8 +3,6 @@ package images
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chatgw/gateway/clock"
@@ -79,14 +77,9 @@ type Service struct {
 	// decode and store its images.
 	maxBytes int64
 
-	// purgeLease is the lease of the purger, which only its holder runs.
-	purgeLease *lease.Named
-	stopPurger context.CancelFunc
-	purgerDone chan struct{} // closed when the purger returned
-	// held is set once this Service has held the purge lease: Close
-	// releases it then, and only then.
-	held        atomic.Bool
-	releaseOnce sync.Once
+	// purger runs purge while this Service holds the purge lease; Close
+	// stops it and releases the lease if it was held.
+	purger *lease.Worker
 }
 
 // New returns a Service for cfg and starts its purger (unless
@@ -106,22 +99,13 @@ func New(cfg Config) *Service {
 	if every == 0 {
 		every = DefaultPurgeInterval
 	}
-	s.purgeLease = &lease.Named{
+	purgeLease := &lease.Named{
 		Store: s.st, Clock: s.clock, Bucket: imgLeaseBucket, Key: purgerLeaseKey,
 		Holder: lease.NewHolder(), TTL: purgeLeaseTTL(cfg.PurgeLease, every),
 	}
-	s.purgerDone = make(chan struct{})
-	if every < 0 {
-		s.stopPurger = func() {}
-		close(s.purgerDone)
-		return s
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopPurger = cancel
-	go func() {
-		defer close(s.purgerDone)
-		s.purge(ctx, every)
-	}()
+	s.purger = lease.StartWorker(purgeLease, every, s.purge, func(ctx context.Context, err error) {
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "image purge lease not taken", slog.String("error", err.Error()))
+	})
 	return s
 }
 
@@ -143,50 +127,18 @@ func purgeLeaseTTL(configured, every time.Duration) time.Duration {
 // nil, and is safe to call more than once. Requests should be drained first:
 // Close does not stop the handlers, and does not close the Store.
 func (s *Service) Close() error {
-	s.stopPurger()
-	<-s.purgerDone
-	s.releaseOnce.Do(func() {
-		if !s.held.Load() {
-			return
-		}
-		if err := s.purgeLease.Release(context.Background()); err != nil {
-			s.logger.LogAttrs(context.Background(), slog.LevelWarn, "image purge lease not released", slog.String("error", err.Error()))
-		}
-	})
+	if err := s.purger.Stop(); err != nil {
+		s.logger.LogAttrs(context.Background(), slog.LevelWarn, "image purge lease not released", slog.String("error", err.Error()))
+	}
 	return nil
 }
 
-// purge runs a purge round at once and then every interval until ctx ends.
-func (s *Service) purge(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		s.purgeRound(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// purgeRound calls PurgeExpired if this Service holds the purge lease, which
-// it takes or renews first: of several replicas over one store, one purges
-// (deleting is idempotent, so two purges at once would be harmless, but the
-// work is not done once per replica). It reports whether it held the lease.
-// Failures are logged and retried at the next round.
-func (s *Service) purgeRound(ctx context.Context) bool {
-	held, err := s.purgeLease.Acquire(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.logger.LogAttrs(ctx, slog.LevelWarn, "image purge lease not taken", slog.String("error", err.Error()))
-		}
-		return false
-	}
-	if !held {
-		return false // another replica purges
-	}
-	s.held.Store(true)
+// purge is a round of the purger, run by s.purger while this Service holds
+// the purge lease, which it takes or renews first: of several replicas over
+// one store, one purges (deleting is idempotent, so two purges at once would
+// be harmless, but the work is not done once per replica). It calls
+// PurgeExpired; failures are logged and retried at the next round.
+func (s *Service) purge(ctx context.Context) {
 	n, err := s.PurgeExpired(ctx)
 	switch {
 	case err != nil && ctx.Err() == nil:
@@ -194,5 +146,4 @@ func (s *Service) purgeRound(ctx context.Context) bool {
 	case n > 0:
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "expired images purged", slog.Int("purged", n))
 	}
-	return true
 }

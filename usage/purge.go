@@ -19,8 +19,9 @@ const purgeBatch = 1000
 // holder keeps it across a round that ran late.
 const leasesPerInterval = 3
 
-// startPurger starts the purge goroutine (unless every is negative or the
-// records are kept for ever).
+// startPurger starts the purger: a lease.Worker running purge every
+// interval (no goroutine when every is negative or the records are kept for
+// ever: rounds then run only by hand).
 func (s *Service) startPurger(every, leaseTTL time.Duration) {
 	if every == 0 {
 		every = DefaultPurgeInterval
@@ -28,59 +29,28 @@ func (s *Service) startPurger(every, leaseTTL time.Duration) {
 	if leaseTTL <= 0 {
 		leaseTTL = leasesPerInterval * max(every, DefaultFlushInterval)
 	}
-	s.purgeLease = &lease.Named{Store: s.st, Clock: s.clock, Bucket: bucketLease, Key: leaseKey,
+	purgeLease := &lease.Named{Store: s.st, Clock: s.clock, Bucket: bucketLease, Key: leaseKey,
 		Holder: lease.NewHolder(), TTL: leaseTTL}
-	s.purgeDone = make(chan struct{})
-	if every < 0 || s.retention < 0 {
-		s.stopPurge = func() {}
-		close(s.purgeDone)
-		return
+	if s.retention < 0 {
+		every = -1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stopPurge = cancel
-	go func() {
-		defer close(s.purgeDone)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			s.purgeRound(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	s.purger = lease.StartWorker(purgeLease, every, s.purge, func(ctx context.Context, err error) {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "usage purge lease not taken", slog.String("error", redact.Error(err)))
+	})
 }
 
 // stopPurger stops the purge goroutine and releases the lease if this
 // Service held it, so that another replica takes over at its next round.
 func (s *Service) stopPurger() {
-	s.stopPurge()
-	<-s.purgeDone
-	if !s.held.Load() {
-		return
-	}
-	if err := s.purgeLease.Release(context.Background()); err != nil {
+	if err := s.purger.Stop(); err != nil {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "usage purge lease not released", slog.String("error", redact.Error(err)))
 	}
 }
 
-// purgeRound purges if this Service holds the purge lease, which it takes or
-// renews first: of several replicas over one store, one purges. It reports
-// whether it held the lease. Failures are logged and retried next round.
-func (s *Service) purgeRound(ctx context.Context) bool {
-	held, err := s.purgeLease.Acquire(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "usage purge lease not taken", slog.String("error", redact.Error(err)))
-		}
-		return false
-	}
-	if !held {
-		return false
-	}
-	s.held.Store(true)
+// purge is a round of the purger, run while this Service holds the purge
+// lease: of several replicas over one store, one purges. Failures are logged
+// and retried next round.
+func (s *Service) purge(ctx context.Context) {
 	n, err := s.PurgeExpired(ctx)
 	switch {
 	case err != nil && ctx.Err() == nil:
@@ -88,7 +58,6 @@ func (s *Service) purgeRound(ctx context.Context) bool {
 	case n > 0:
 		s.log.LogAttrs(ctx, slog.LevelInfo, "expired usage records purged", slog.Int("purged", n))
 	}
-	return true
 }
 
 // PurgeExpired deletes every record older than Config.Retention (from

@@ -138,10 +138,7 @@ type Service struct {
 	stopWrite context.CancelFunc
 	writeDone chan struct{}
 
-	purgeLease *lease.Named
-	stopPurge  context.CancelFunc
-	purgeDone  chan struct{}
-	held       atomic.Bool // the purge lease was held: Close releases it
+	purger *lease.Worker // purges while it holds the purge lease
 
 	closeOnce sync.Once
 	closeErr  error

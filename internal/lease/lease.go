@@ -7,8 +7,9 @@
 // own clocks, so their clocks must agree to well within a lease's length
 // (NTP does: milliseconds against leases of seconds or minutes).
 //
-// runs keeps a Lease in each run record it executes; images keeps the lease
-// of its expiry purger in a bucket of its own through Named.
+// runs keeps a Lease in each run record it executes. A Worker does a piece of
+// background work in rounds while it holds a Named lease, kept in a bucket of
+// its own: the expiry purgers of images and usage are Workers.
 package lease
 
 import (

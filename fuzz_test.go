@@ -24,6 +24,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
@@ -1441,7 +1442,7 @@ func deref(p *string) any {
 	return *p
 }
 
-// watchStore counts the transactions that committed writes.
+// watchStore counts the transactions of requests that committed writes.
 type watchStore struct {
 	store.Store
 	mu sync.Mutex
@@ -1463,6 +1464,12 @@ func (s *watchStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 func (s *watchStore) watch(ctx context.Context, run func(context.Context, func(store.Tx) error) error, fn func(store.Tx) error) error {
+	if httpx.InfoFrom(ctx).RequestID == "" {
+		// Not a request's: the purgers' leases, the usage writer and the
+		// runs' heartbeats commit on their own schedule, which may fall
+		// during any request.
+		return run(ctx, fn)
+	}
 	var wrote bool // of the last run of fn, the one that commits
 	err := run(ctx, func(tx store.Tx) error {
 		wrote = false

@@ -19,7 +19,7 @@ import (
 )
 
 // additions are the codes chatgw adds to the Codes table (docs/contract.md#codes).
-var additions = []errcat.Code{}
+var additions = []errcat.Code{errcat.MethodNotAllowed, errcat.ModelNotConfigured, errcat.ResponseNotFound}
 
 // specRow is what the Codes table states about one code.
 type specRow struct {

@@ -434,4 +434,32 @@ var entries = []Entry{
 			"Details are omitted from the response and logged with the request id. `param` is null.",
 		Remediation: "Retry; if it persists, report the response's `x-request-id` to the operator.",
 	},
+	{
+		Code: MethodNotAllowed, Type: TypeInvalidRequest, HTTPStatus: 405,
+		Title: "Method not allowed",
+		Description: "The path exists but does not take the request's method. The `Allow` header lists the " +
+			"methods it takes. `param` is null. (A path no route has answers `route_not_found`.)",
+		Remediation: "Use one of the methods in `Allow`; `/openapi.json` lists every route's methods.",
+	},
+	{
+		Code: ModelNotConfigured, Type: TypeInvalidRequest, HTTPStatus: 400, TypicalParam: ptr("model"),
+		Title: "Model not configured",
+		Description: "The model is in the gateway's catalog, but none of its backends is configured on this " +
+			"gateway: the variables that give their addresses (`GATEWAY_LOCAL_URL`, `GATEWAY_CLOUDA_URL`, " +
+			"`GATEWAY_CLOUDB_URL`, or `GATEWAY_ROUTER_URL`) are unset. The message names the variable to set. " +
+			"The model is marked `unconfigured` in `/v1/models` and `/v1/info`. Retrying does not help, which " +
+			"is why this is not the 503 `upstream_unavailable` of a backend that is configured but does not " +
+			"answer. `param` is `model`.",
+		Remediation: "Use a model whose backend is configured (`GET /v1/models`), or ask the operator to set " +
+			"the variable the message names and restart the gateway.",
+	},
+	{
+		Code: ResponseNotFound, Type: TypeNotFound, HTTPStatus: 404, TypicalParam: ptr("response_id"),
+		Title: "Response not found",
+		Description: "No stored response has this id for the calling tenant and user: it was never stored " +
+			"(`store` was false), was deleted, or belongs to another user or tenant " +
+			"(`GET`/`DELETE /v1/responses/{id}`, `/v1/responses/{id}/input_items`, or a `previous_response_id`). " +
+			"`param` is `response_id` (`previous_response_id` when that field named it).",
+		Remediation: "Send the id of a response created with `store` left true, under the same `GW-User-Id`.",
+	},
 }

@@ -67,6 +67,12 @@ const (
 	UpstreamUnavailable         Code = "upstream_unavailable"
 	InternalError               Code = "internal_error"
 	StorageError                Code = "storage_error"
+
+	// chatgw's additions to the spec's table; adding a code is non-breaking
+	// ("Adding codes is non-breaking and does not bump it").
+	MethodNotAllowed   Code = "method_not_allowed"
+	ModelNotConfigured Code = "model_not_configured"
+	ResponseNotFound   Code = "response_not_found"
 )
 
 // Error is a failure with a catalogued code. Handlers return it (possibly wrapped);

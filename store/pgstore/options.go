@@ -3,6 +3,8 @@ package pgstore
 import (
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Defaults of the options; see the package documentation for the reasoning.
@@ -24,6 +26,7 @@ type Option func(*options)
 type options struct {
 	maxAttempts  int
 	limitTimeout time.Duration
+	tracer       pgx.QueryTracer // set by tests (export_test.go) to count round trips
 }
 
 func defaultOptions() options {

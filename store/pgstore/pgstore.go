@@ -20,9 +20,15 @@ var _ store.Store = (*DB)(nil)
 // Transaction modes: every transaction is SERIALIZABLE; see the package
 // documentation for why Views are too.
 var (
-	readTx  = pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadOnly}
-	writeTx = pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadWrite}
+	readTx  = txMode{begin: sqlBeginRead, readOnly: true}
+	writeTx = txMode{begin: sqlBeginWrite}
 )
+
+// txMode is how a transaction begins.
+type txMode struct {
+	begin    string
+	readOnly bool
+}
 
 // DB is a store.Store on a PostgreSQL database. Create it with Open.
 type DB struct {
@@ -54,6 +60,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url) // its errors mask the password
 	if err != nil {
 		return nil, fmt.Errorf("pgstore.Open: %w", err)
+	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
@@ -109,7 +118,7 @@ func (d *DB) Close() error {
 // run runs fn in transactions of mode txo until one commits, fn fails, or the
 // failure is not worth another attempt. It returns fn's error unchanged and
 // wraps the others.
-func (d *DB) run(ctx context.Context, op string, txo pgx.TxOptions, fn func(store.Tx) error) error {
+func (d *DB) run(ctx context.Context, op string, mode txMode, fn func(store.Tx) error) error {
 	if err := d.enter(); err != nil {
 		return err
 	}
@@ -118,7 +127,7 @@ func (d *DB) run(ctx context.Context, op string, txo pgx.TxOptions, fn func(stor
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		r := d.attempt(ctx, txo, fn)
+		r := d.attempt(ctx, mode, fn)
 		switch {
 		case r.fnErr != nil:
 			return r.fnErr
@@ -155,55 +164,57 @@ type outcome struct {
 	retry bool  // err left nothing behind and is worth another attempt
 }
 
-// attempt runs fn in one transaction (pgx.BeginTxFunc: BEGIN, fn, then
-// COMMIT, or ROLLBACK when fn fails or panics) and tells what came of it.
-func (d *DB) attempt(ctx context.Context, txo pgx.TxOptions, fn func(store.Tx) error) outcome {
-	var (
-		t          *tx
-		fnErr      error
-		committing bool
-	)
-	err := pgx.BeginTxFunc(ctx, d.pool, txo, func(ptx pgx.Tx) error {
-		t = &tx{ctx: ctx, ptx: ptx, readOnly: txo.AccessMode == pgx.ReadOnly}
-		defer t.end()
-		fnErr = fn(t)
-		switch {
-		case t.err != nil:
-			return t.err
-		case fnErr != nil:
-			return fnErr
-		}
-		committing = true
-		return nil
-	})
-	switch {
-	case t == nil:
-		// No connection, or BEGIN failed: nothing ran.
+// attempt runs fn in one transaction on a connection of the pool (BEGIN
+// with fn's first statement, COMMIT with its last writes; ROLLBACK when fn
+// fails) and tells what came of it. A panic in fn leaves the connection in
+// its transaction, and the pool closes such a connection on release.
+func (d *DB) attempt(ctx context.Context, mode txMode, fn func(store.Tx) error) outcome {
+	c, err := d.pool.Acquire(ctx)
+	if err != nil {
+		// No connection: nothing ran.
 		return outcome{err: fmt.Errorf("begin: %w", err), retry: transient(err)}
+	}
+	defer c.Release()
+	t := &tx{ctx: ctx, conn: c.Conn(), begin: mode.begin, readOnly: mode.readOnly}
+	fnErr := t.run(fn)
+	switch {
 	case t.err != nil:
 		// A statement failed, so the transaction is lost, whatever fn made
 		// of it (a failed Get looked like an absent key). Nothing was
 		// committed: a lost connection is worth another attempt too.
+		t.rollback()
 		return outcome{err: t.err, retry: transient(t.err) || t.connLost}
 	case fnErr != nil:
+		t.rollback()
 		return outcome{fnErr: fnErr}
-	case err == nil:
+	}
+	committed, err := t.commit()
+	if committed {
 		return outcome{}
-	case !committing:
-		return outcome{err: err} // not reached: fn's errors are handled above
-	case serialization(err) || pgconn.SafeToRetry(err):
-		// PostgreSQL refused the commit (and rolled back), or the COMMIT
-		// was never sent.
+	}
+	t.rollback()
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback):
+		// PostgreSQL refused a write or the COMMIT: the transaction was
+		// rolled back, and a serialization failure, a deadlock or the
+		// server going away are worth another attempt.
+		return outcome{err: fmt.Errorf("commit: %w", err), retry: transient(err)}
+	case pgconn.SafeToRetry(err):
+		// The batch was never sent.
 		return outcome{err: fmt.Errorf("commit: %w", err), retry: true}
 	default:
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) {
-			return outcome{err: fmt.Errorf("commit: %w", err)} // refused: rolled back
-		}
 		// The COMMIT was sent and no answer came: it may have been applied
 		// or not. Trying again could apply fn twice.
 		return outcome{err: fmt.Errorf("commit, outcome unknown (all of the transaction's writes were applied or none): %w", err)}
 	}
+}
+
+// run calls fn with t, and ends t for good when fn returns: a Tx kept past
+// fn must not reach the connection, which goes back to the pool.
+func (t *tx) run(fn func(store.Tx) error) error {
+	defer t.end()
+	return fn(t)
 }
 
 // enter registers a running call, or returns store.ErrClosed.

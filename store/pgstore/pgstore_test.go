@@ -57,6 +57,7 @@ func TestStore(t *testing.T) {
 		{"FailedReadIsNotAbsence", testFailedReadIsNotAbsence},
 		{"GivesUpAfterMaxAttempts", testGivesUp},
 		{"KeyTooLongForTheIndex", testKeyTooLong},
+		{"RoundTrips", testRoundTrips},
 		{"RateLimitSharedByGateways", testRateShared},
 		{"RateLimitConcurrent", testRateConcurrent},
 		{"RateLimitRefillAndChange", testRateRefillAndChange},
@@ -280,6 +281,9 @@ func testDeadlockRetried(t *testing.T, c *pgtest.Cluster) {
 				if err := putInt(tx, keys[0], 1); err != nil {
 					return err
 				}
+				// A write waits to go out with the next statement: this
+				// read sends it, and the row lock is held from here on.
+				tx.Get([]byte("b"), []byte(keys[0]))
 				if first {
 					first = false
 					bothLocked.Done()
@@ -360,7 +364,10 @@ func testConnectionCut(t *testing.T, c *pgtest.Cluster) {
 	err := db.View(ctx, func(tx store.Tx) error {
 		calls++
 		if calls == 1 {
-			k.cut(t)
+			tx.Get([]byte("b"), []byte("other")) // BEGIN goes out with the first statement
+			if k.cut(t) != 1 {
+				t.Error("View: cut found no session in a transaction")
+			}
 		}
 		got = string(tx.Get([]byte("b"), []byte("counter")))
 		return nil

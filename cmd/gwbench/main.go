@@ -34,6 +34,7 @@
 //	go run ./cmd/gwbench -quick                # a few seconds, to check it works
 //	go run ./cmd/gwbench -scenarios v1-json,peak -rate 5000 -duration 20s -json out.json
 //	go run ./cmd/gwbench -store-url pgtest -gateway-replicas 2 -scenarios v1-json,c1-json
+//	go run ./cmd/gwbench -goals                # issue 18's goals, judged: about 6 minutes
 package main
 
 import (
@@ -102,6 +103,7 @@ type config struct {
 	slowRamp        float64
 	slowH2C         bool
 	quick           bool
+	goals           bool   // -goals: issue 18's plan instead of -scenarios
 	command         string // the command line, for the report
 }
 
@@ -138,7 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.slowH2C, "slow-h2c", false, scenarioSlowStreams+": the proxy and the gateway reach the fake over h2c (HTTP/2 without TLS), multiplexing the streams on few connections, instead of one HTTP/1.1 connection per stream")
 	fs.StringVar(&cfg.gatewayPprof, "gateway-pprof", "", "serve the gateway process's net/http/pprof on this address (host:port), for profiling under load")
 	genv := fs.String("gateway-env", "", "comma-separated KEY=VALUE added to the gateway process's environment, e.g. GOGC=100,GOMAXPROCS=1, to compare runtime settings")
-	fs.BoolVar(&cfg.quick, "quick", false, "a run of a few seconds: -rate 200 -duration 300ms -warmup 100ms -rounds 1 -peak-workers 8")
+	fs.BoolVar(&cfg.goals, "goals", false, "measure issue 18's performance goals in one run, each beside the bare proxy (v1-sse at 500/s, c1-sse at 1000/s and 3000/s, peak, "+scenarioSlowStreams+" with 2000 and 10000 streams) and judge them; ignores -scenarios, -targets, -rate, -streams and -slow-h2c")
+	fs.BoolVar(&cfg.quick, "quick", false, "a run of a few seconds: -rate 200 -duration 300ms -warmup 100ms -rounds 1 -peak-workers 8 -slow-chunks 3 -slow-interval 100ms")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -148,13 +151,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if cfg.quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, v := range map[string]string{"rate": "200", "duration": "300ms", "warmup": "100ms", "rounds": "1", "peak-workers": "8"} {
+		for name, v := range map[string]string{"rate": "200", "duration": "300ms", "warmup": "100ms", "rounds": "1", "peak-workers": "8", "slow-chunks": "3", "slow-interval": "100ms"} {
 			if !set[name] {
 				fs.Set(name, v)
 			}
 		}
 	}
 	cfg.scenarios, cfg.targets, cfg.gatewayEnv = splitList(*scen), splitList(*targ), splitList(*genv)
+	if cfg.goals {
+		cfg.scenarios, cfg.targets = nil, allTargets
+	}
 	cfg.command = strings.Join(append([]string{"gwbench"}, redactArgs(args)...), " ")
 	return cfg, cfg.validate()
 }
@@ -180,7 +186,7 @@ func (c config) validate() error {
 		}
 	}
 	switch {
-	case len(c.scenarios) == 0 || len(c.targets) == 0:
+	case (len(c.scenarios) == 0 && !c.goals) || len(c.targets) == 0:
 		return errors.New("-scenarios and -targets must not be empty")
 	case c.rate <= 0 || c.duration <= 0 || c.warmup < 0 || c.rounds < 1:
 		return errors.New("-rate and -duration must be positive, -warmup not negative, -rounds at least 1")

@@ -42,6 +42,8 @@ type report struct {
 	SlowIntervalMs float64      `json:"slow_interval_ms,omitempty"`
 	SlowRamp       float64      `json:"slow_ramp,omitempty"`
 	Slow           []slowReport `json:"slow,omitempty"`
+	// Goals are issue 18's goals, judged by a -goals run.
+	Goals []goal `json:"goals,omitempty"`
 }
 
 // scenarioReport is one scenario's results, one entry per target.
@@ -87,18 +89,21 @@ type targetReport struct {
 // added latency as a ratio to the proxy's (the floor's). A ratio is nil when
 // the floor adds nothing measurable. For the closed loop, the rates.
 type added struct {
-	ProxyP50     float64  `json:"proxy_p50_ms"`
-	GatewayP50   float64  `json:"gateway_p50_ms"`
-	RatioP50     *float64 `json:"ratio_p50,omitempty"`
-	ProxyP99     float64  `json:"proxy_p99_ms"`
-	GatewayP99   float64  `json:"gateway_p99_ms"`
-	RatioP99     *float64 `json:"ratio_p99,omitempty"`
-	ProxyTTFB    float64  `json:"proxy_ttfb_p50_ms,omitempty"`
-	GatewayTTFB  float64  `json:"gateway_ttfb_p50_ms,omitempty"`
-	RatioTTFB    *float64 `json:"ratio_ttfb_p50,omitempty"`
-	ProxyRate    *float64 `json:"proxy_rate_vs_direct,omitempty"`
-	GatewayRate  *float64 `json:"gateway_rate_vs_proxy,omitempty"`
-	GatewayRateD *float64 `json:"gateway_rate_vs_direct,omitempty"`
+	ProxyP50      float64  `json:"proxy_p50_ms"`
+	GatewayP50    float64  `json:"gateway_p50_ms"`
+	RatioP50      *float64 `json:"ratio_p50,omitempty"`
+	ProxyP99      float64  `json:"proxy_p99_ms"`
+	GatewayP99    float64  `json:"gateway_p99_ms"`
+	RatioP99      *float64 `json:"ratio_p99,omitempty"`
+	ProxyTTFB     float64  `json:"proxy_ttfb_p50_ms,omitempty"`
+	GatewayTTFB   float64  `json:"gateway_ttfb_p50_ms,omitempty"`
+	RatioTTFB     *float64 `json:"ratio_ttfb_p50,omitempty"`
+	ProxyTTFB99   float64  `json:"proxy_ttfb_p99_ms,omitempty"`
+	GatewayTTFB99 float64  `json:"gateway_ttfb_p99_ms,omitempty"`
+	RatioTTFB99   *float64 `json:"ratio_ttfb_p99,omitempty"`
+	ProxyRate     *float64 `json:"proxy_rate_vs_direct,omitempty"`
+	GatewayRate   *float64 `json:"gateway_rate_vs_proxy,omitempty"`
+	GatewayRateD  *float64 `json:"gateway_rate_vs_direct,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
@@ -161,6 +166,8 @@ func addedOver(rs scenarioReport) *added {
 	if d.TTFBP50 > 0 {
 		a.ProxyTTFB, a.GatewayTTFB = round3(p.TTFBP50-d.TTFBP50), round3(g.TTFBP50-d.TTFBP50)
 		a.RatioTTFB = ratio(a.GatewayTTFB, a.ProxyTTFB)
+		a.ProxyTTFB99, a.GatewayTTFB99 = round3(p.TTFBP99-d.TTFBP99), round3(g.TTFBP99-d.TTFBP99)
+		a.RatioTTFB99 = ratio(a.GatewayTTFB99, a.ProxyTTFB99)
 	}
 	if rs.Mode == "closed" {
 		a.ProxyRate, a.GatewayRate, a.GatewayRateD = ratio(p.Rate, d.Rate), ratio(g.Rate, p.Rate), ratio(g.Rate, d.Rate)
@@ -212,13 +219,18 @@ func writeMarkdown(w io.Writer, rep *report) {
 		writeSlowMarkdown(w, rep, rep.Slow)
 		return
 	}
-	p("%s %s, %d CPUs (GOMAXPROCS %d), %s. Open loop: %.0f req/s per target for %gs in %s (targets alternating), %gs warm-up each; latency from the scheduled send time. Peak: %d workers, closed loop. Fake upstream: latency %gms, %d chunks, %gms apart. /c1: %.0f%% continuing conversations with %d stored messages.%s\n\n",
-		rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started, rep.Rate, rep.DurationS, plural(rep.Rounds, "round"), rep.WarmupS,
+	rate := fmt.Sprintf("%.0f req/s", rep.Rate)
+	if len(rep.Goals) > 0 {
+		rate = "the scenario's rate"
+	}
+	p("%s %s, %d CPUs (GOMAXPROCS %d), %s. Open loop: %s per target for %gs in %s (targets alternating), %gs warm-up each; latency from the scheduled send time. Peak: %d workers, closed loop. Fake upstream: latency %gms, %d chunks, %gms apart. /c1: %.0f%% continuing conversations with %d stored messages.%s\n\n",
+		rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started, rate, rep.DurationS, plural(rep.Rounds, "round"), rep.WarmupS,
 		rep.PeakWorkers, rep.UpstreamLatencyMs, rep.Chunks, rep.ChunkIntervalMs, rep.C1Continue*100, rep.C1History, gatewaySentence(rep))
 	if len(rep.Scenarios) > 0 {
 		writeScenarios(w, rep)
 	}
 	writeSlowMarkdown(w, rep, rep.Slow)
+	writeGoalsMarkdown(w, rep.Goals)
 }
 
 // gatewaySentence says, for the report's header, how many gateway processes
@@ -254,7 +266,7 @@ func writeScenarios(w io.Writer, rep *report) {
 				continue
 			}
 			ttfb50, ttfb99, trunc := "", "", ""
-			if t.TTFBP50 > 0 || strings.HasSuffix(s.Name, "sse") {
+			if t.TTFBP50 > 0 || strings.Contains(s.Name, "sse") {
 				ttfb50, ttfb99, trunc = fmtMs(t.TTFBP50), fmtMs(t.TTFBP99), fmt.Sprint(t.Truncated)
 			}
 			lag := fmtMs(t.LagP99)

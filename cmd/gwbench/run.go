@@ -48,12 +48,16 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if regular {
+	if regular || cfg.goals {
 		if err := b.start(exe); err != nil {
 			return err
 		}
 	}
 	rep := b.newReport()
+	if cfg.goals {
+		b.runGoals(ctx, exe, rep)
+		return b.finish(ctx, rep, stdout)
+	}
 	for _, sc := range scenarios {
 		if !slices.Contains(cfg.scenarios, sc.name) {
 			continue
@@ -67,9 +71,14 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		rep.SlowStreams, rep.SlowChunks, rep.SlowIntervalMs, rep.SlowRamp = cfg.streams, cfg.slowChunks, ms(cfg.slowInterval), cfg.slowRamp
 		rep.Slow = b.runSlowStreams(ctx, exe)
 	}
+	return b.finish(ctx, rep, stdout)
+}
+
+// finish writes the report: markdown to stdout, and JSON when -json asks.
+func (b *bench) finish(ctx context.Context, rep *report, stdout io.Writer) error {
 	writeMarkdown(stdout, rep)
-	if cfg.jsonOut != "" {
-		if err := writeJSONFile(cfg.jsonOut, rep); err != nil {
+	if b.cfg.jsonOut != "" {
+		if err := writeJSONFile(b.cfg.jsonOut, rep); err != nil {
 			return err
 		}
 	}

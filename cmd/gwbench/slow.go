@@ -267,8 +267,12 @@ func writeSlowMarkdown(w io.Writer, cfg *report, reps []slowReport) {
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("\n## Slow streams (memory)\n\n")
-	p("%d concurrent streams of %d chunks, one every %gms, opened at %g/s, against a fresh server each; the fake upstream sends the chunks.\n\n",
-		cfg.SlowStreams, cfg.SlowChunks, cfg.SlowIntervalMs, cfg.SlowRamp)
+	n := "the streams column's"
+	if cfg.SlowStreams > 0 {
+		n = strconv.Itoa(cfg.SlowStreams)
+	}
+	p("%s concurrent streams of %d chunks, one every %gms, opened at %g/s, against a fresh server each; the fake upstream sends the chunks.\n\n",
+		n, cfg.SlowChunks, cfg.SlowIntervalMs, cfg.SlowRamp)
 	p("| target | upstream | streams | ok | errors | truncated | max open | idle RSS MiB | RSS (open) MiB | peak RSS MiB | KiB/stream | TTFB p50 | TTFB p99 |\n")
 	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range reps {

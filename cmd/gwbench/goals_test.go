@@ -1,0 +1,75 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestJudgeGoals checks each goal's verdict on a report at, just past and
+// without its threshold.
+func TestJudgeGoals(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	open := func(name string, a *added, targets ...targetReport) scenarioReport {
+		return scenarioReport{Name: name, Mode: "open", Added: a, Targets: targets}
+	}
+	good := &report{
+		Scenarios: []scenarioReport{
+			open("v1-sse 500/s", &added{RatioTTFB: f(1.2), RatioTTFB99: f(1.5)}),
+			open("c1-sse 1000/s", &added{GatewayP99: 9.9}, targetReport{Target: targetGateway}),
+			open("c1-sse 3000/s", nil, targetReport{Target: targetGateway, Rate: 2975}),
+			{Name: "peak", Mode: "closed", Added: &added{GatewayRate: f(1.3)},
+				Targets: []targetReport{{Target: targetProxy, Rate: 10000}, {Target: targetGateway, Rate: 13000}}},
+		},
+		Slow: []slowReport{
+			{Target: targetProxy, Upstream: "http/1.1", Streams: 2000, MaxOpen: 2000, KBPerStream: 58},
+			{Target: targetGateway, Upstream: "http/1.1", Streams: 2000, MaxOpen: 2000, KBPerStream: 58},
+			{Target: targetGateway, Upstream: "h2c", Streams: 10000, OK: 10000, PeakRSSMB: 599.9},
+		},
+	}
+	bad := &report{
+		Scenarios: []scenarioReport{
+			open("v1-sse 500/s", &added{RatioTTFB: f(1.21), RatioTTFB99: f(1.5)}),
+			open("c1-sse 1000/s", &added{GatewayP99: 10}, targetReport{Target: targetGateway}),
+			open("c1-sse 3000/s", nil, targetReport{Target: targetGateway, Rate: 3000, Errors: 1}),
+			{Name: "peak", Mode: "closed", Added: &added{GatewayRate: f(1.29)},
+				Targets: []targetReport{{Target: targetProxy, Rate: 10000}, {Target: targetGateway, Rate: 12900}}},
+		},
+		Slow: []slowReport{
+			{Target: targetProxy, Upstream: "http/1.1", Streams: 2000, MaxOpen: 2000, KBPerStream: 58},
+			{Target: targetGateway, Upstream: "http/1.1", Streams: 2000, MaxOpen: 2000, KBPerStream: 58.1},
+			{Target: targetGateway, Upstream: "h2c", Streams: 10000, OK: 9999, PeakRSSMB: 500},
+		},
+	}
+	verdicts := func(rep *report) []string {
+		var out []string
+		for _, g := range judgeGoals(rep) {
+			switch {
+			case g.Met == nil:
+				out = append(out, g.Name+": not measured")
+			case *g.Met:
+				out = append(out, g.Name+": met")
+			default:
+				out = append(out, g.Name+": not met")
+			}
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		rep  *report
+		want string
+	}{
+		{"at the thresholds", good, "met"},
+		{"past them", bad, "not met"},
+		{"nothing ran", &report{}, "not measured"},
+	} {
+		var want []string
+		for _, g := range judgeGoals(good) {
+			want = append(want, g.Name+": "+tt.want)
+		}
+		if diff := cmp.Diff(want, verdicts(tt.rep)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}

@@ -23,27 +23,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// buildRouter registers every route of the table, wrapped in the per-route
-// middleware, and answers route_not_found for everything else. The router is
-// served only by serve, whose *statusWriter carries the request's Info.
-func (g *Gateway) buildRouter(routes []route) *httprouter.Router {
-	r := httprouter.New()
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.HandleMethodNotAllowed = false
-	r.HandleOPTIONS = false
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.bodyTooLarge(w) {
-			return
-		}
-		writeError(w, infoOf(w), errcat.Newf(errcat.RouteNotFound, "", "No route for %s %s.", r.Method, r.URL.Path))
-	})
-	for _, rt := range routes {
-		r.Handle(rt.method, rt.path, g.wrap(rt))
-	}
-	return r
-}
-
 // serve is the outermost middleware: request id, panic recovery, body limit and
 // the request log line.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {

@@ -92,12 +92,17 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 		slog.Int("status", sw.status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", sw.bytes),
-		{}, {}, // code and cause
+		{}, {}, {}, // code, path and cause
 	}
 	n := 7
 	if e := info.Err; e != nil {
 		attrs[n] = slog.String("code", string(e.Code))
 		n++
+		if e.Code == errcat.RouteNotFound || e.Code == errcat.MethodNotAllowed {
+			// No route template names what was asked: the path does.
+			attrs[n] = slog.String("path", loggedPath(r))
+			n++
+		}
 		if e.Cause != nil {
 			// Causes are the gateway's own words by construction; one may
 			// still wrap outside text (a decoder's error, a panic's value),

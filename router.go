@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/redact"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -99,4 +100,28 @@ func errorShapes(routes []route) *httprouter.Router {
 		})
 	}
 	return shapes
+}
+
+// maxLoggedPath is the most bytes of a path that a log line carries: a
+// path is as long as the client makes it (up to the header limit), a log
+// line must not be.
+const maxLoggedPath = 256
+
+// loggedPath is the path of r as the log line of an unknown route shows
+// it. Only the path: the query may carry secrets (?api_key=...). It is
+// escaped (url.URL.EscapedPath percent-encodes every byte outside
+// printable ASCII, control characters included, so a path cannot forge a
+// line or a field), passed through redact.String as a second defence
+// against a secret in the path itself, and cut to maxLoggedPath bytes,
+// never inside a %XX escape, with "..." marking the cut.
+func loggedPath(r *http.Request) string {
+	p := redact.String(r.URL.EscapedPath())
+	if len(p) <= maxLoggedPath {
+		return p
+	}
+	cut := maxLoggedPath
+	if i := strings.LastIndexByte(p[cut-2:cut], '%'); i >= 0 {
+		cut -= 2 - i
+	}
+	return p[:cut] + "..."
 }

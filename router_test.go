@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -63,4 +65,60 @@ func summary(t *testing.T, status int, body []byte) string {
 		t.Fatalf("error body %q: %v", body, err)
 	}
 	return s + " " + e.Error.Code
+}
+
+// TestUnknownRouteLogLine: the log line of a 404 route_not_found and of a
+// 405 carries the path asked (no route template names it), escaped, without
+// the query; a routed request's line has no path.
+func TestUnknownRouteLogLine(t *testing.T) {
+	tests := []struct {
+		name     string
+		req      req
+		wantPath any // nil: no path member
+	}{
+		{"unknown path", req{method: "GET", path: "/v1/nope?api_key=s3cret"}, "/v1/nope"},
+		{"wrong method", req{method: "DELETE", path: "/t/open?token=s3cret", token: "member"}, "/t/open"},
+		{"control characters", req{method: "GET", path: "/a%0A%7B%22level%22:%22ERROR%22%7D%0D%00"}, "/a%0A%7B%22level%22:%22ERROR%22%7D%0D%00"},
+		{"routed", req{method: "GET", path: "/t/open?x=1", token: "member"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, testRoutes)
+			h.do(t, tt.req)
+			var line map[string]any
+			if err := json.Unmarshal(h.logs.Bytes(), &line); err != nil {
+				t.Fatalf("log line: %v: %s", err, h.logs)
+			}
+			if diff := cmp.Diff(tt.wantPath, line["path"]); diff != "" {
+				t.Errorf("path mismatch (-want +got):\n%s\nline %s", diff, h.logs)
+			}
+			if strings.Contains(h.logs.String(), "s3cret") {
+				t.Errorf("the query reached the log: %s", h.logs)
+			}
+		})
+	}
+}
+
+func TestLoggedPath(t *testing.T) {
+	long := "/" + strings.Repeat("a", 300)
+	tests := []struct {
+		name, target, want string
+	}{
+		{"plain", "/v1/nope", "/v1/nope"},
+		{"query dropped", "/v1/nope?key=v&x", "/v1/nope"},
+		{"non-ASCII escaped", "/v1/zo%C3%AB", "/v1/zo%C3%AB"},
+		{"controls escaped", "/a%0Ab%7F%1B", "/a%0Ab%7F%1B"},
+		{"secret in the path redacted", "/v1/api_key=sk-abcdefghijklmnop", "/v1/api_key=[redacted]"},
+		{"bounded", long, long[:maxLoggedPath] + "..."},
+		{"not cut inside an escape", "/" + strings.Repeat("a", maxLoggedPath-3) + "%0A" + "bbb", "/" + strings.Repeat("a", maxLoggedPath-3) + "..."},
+		{"an escape that fits stays", "/" + strings.Repeat("a", maxLoggedPath-4) + "%0A" + "bbb", "/" + strings.Repeat("a", maxLoggedPath-4) + "%0A..."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", tt.target, nil)
+			if diff := cmp.Diff(tt.want, loggedPath(r)); diff != "" {
+				t.Errorf("loggedPath(%q) mismatch (-want +got):\n%s", tt.target, diff)
+			}
+		})
+	}
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,11 +67,7 @@ type config struct {
 // loadConfig reads the environment through lookup, then the flags of args.
 func loadConfig(ctx context.Context, args []string, lookup func(string) (string, bool), out io.Writer) (*config, error) {
 	var c config
-	err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   &c,
-		Lookuper: envconfig.PrefixLookuper("GATEWAY_", envconfig.LookuperFunc(lookup)),
-	})
-	if err != nil {
+	if err := loadEnv(ctx, &c, lookup); err != nil {
 		return nil, fmt.Errorf("environment: %w", err)
 	}
 	c.ShutdownTimeout = 30 * time.Second
@@ -85,6 +83,88 @@ func loadConfig(ctx context.Context, args []string, lookup func(string) (string,
 	}
 	return &c, nil
 }
+
+// loadEnv fills c from the GATEWAY_* variables through lookup. A value that
+// does not parse is reported by its variable's name (envValueError): the
+// name the operator wrote, where go-envconfig's error names the Go field
+// ("RatePerSecond: strconv.ParseFloat: ..."). go-envconfig's errors carry
+// no variable name, so loadEnv notes the last variable it looked up: it
+// reads a field's variable, then parses it, and stops at the first failure.
+func loadEnv(ctx context.Context, c *config, lookup func(string) (string, bool)) error {
+	var last string
+	noted := envconfig.LookuperFunc(func(key string) (string, bool) {
+		last = key
+		return lookup(key)
+	})
+	err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:   c,
+		Lookuper: envconfig.PrefixLookuper("GATEWAY_", noted),
+	})
+	if err == nil {
+		return nil
+	}
+	return renameEnvError(err, last, lookup)
+}
+
+// renameEnvError gives err, go-envconfig's failure while reading the
+// variable name, that variable's name. It checks that err is go-envconfig's
+// wrapping of a field's failure ("<Field>: <cause>", the field whose
+// variable is name) before saying so; any other err is returned as it is.
+func renameEnvError(err error, name string, lookup func(string) (string, bool)) error {
+	f, ok := fieldOfVar(name)
+	cause := errors.Unwrap(err)
+	if !ok || cause == nil || err.Error() != f.Name+": "+cause.Error() {
+		return err
+	}
+	value, _ := lookup(name)
+	return &envValueError{Var: name, Value: value, Want: expected(f.Type), Err: cause}
+}
+
+// fieldOfVar is the field of config read from the variable name
+// (GATEWAY_ and its env tag's name).
+func fieldOfVar(name string) (reflect.StructField, bool) {
+	t := reflect.TypeFor[config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if env, _, _ := strings.Cut(f.Tag.Get("env"), ","); env != "" && "GATEWAY_"+env == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// expected says what a variable of type t must hold.
+func expected(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[time.Duration]():
+		return "a duration such as 30s, 5m or 1h30m"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		return "a whole number"
+	}
+	return "a " + t.String()
+}
+
+// envValueError is a GATEWAY_* variable whose value gatewayd cannot read:
+// its message names the variable, quotes the value and says what was
+// expected; Err is the parser's error (a *strconv.NumError, time's
+// duration error).
+type envValueError struct {
+	Var, Value, Want string
+	Err              error
+}
+
+func (e *envValueError) Error() string {
+	if errors.Is(e.Err, strconv.ErrRange) {
+		return fmt.Sprintf("%s: %q is out of range", e.Var, e.Value)
+	}
+	return fmt.Sprintf("%s: %q is not %s", e.Var, e.Value, e.Want)
+}
+
+func (e *envValueError) Unwrap() error { return e.Err }
 
 // usage prints what `gatewayd -h` shows: what gatewayd is, how flags and
 // variables relate, and every flag with its variable and default.

@@ -369,11 +369,11 @@ func TestRouteErrorFormat(t *testing.T) {
 		{"handler error", req{method: "POST", path: "/t/other", token: "member", body: "{}"}, `400 {"shape":"other","status":400,"code":"invalid_field"}`},
 		{"user rule", req{method: "GET", path: "/t/other/user", token: "member"}, `400 {"shape":"other","status":400,"code":"missing_field"}`},
 		{"panic", req{method: "GET", path: "/t/other/panic", token: "member"}, `500 {"shape":"other","status":500,"code":"internal_error"}`},
-		{"other routes keep the envelope", req{method: "GET", path: "/t/plain"}, `401 {"error":{"type":"authentication_error","code":"missing_authorization","message":"The Authorization header (or x-api-key) is missing.","param":"headers.authorization"},"gw_code":"missing_authorization"}`},
-		{"unknown routes keep the envelope", req{method: "POST", path: "/t/nope", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"error":{"type":"request_too_large","code":"body_too_large","message":"Request body is larger than 64 bytes.","param":null},"gw_code":"body_too_large"}`},
+		{"other routes keep the envelope", req{method: "GET", path: "/t/plain"}, `401 {"error":{"type":"authentication_error","code":"missing_authorization","message":"The Authorization header (or x-api-key) is missing.","param":"headers.authorization","doc_url":"/docs/errors#missing_authorization"},"gw_code":"missing_authorization"}`},
+		{"unknown routes keep the envelope", req{method: "POST", path: "/t/nope", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"error":{"type":"request_too_large","code":"body_too_large","message":"Request body is larger than 64 bytes.","param":null,"doc_url":"/docs/errors#body_too_large"},"gw_code":"body_too_large"}`},
 		{"wrong method", req{method: "GET", path: "/t/other"}, `405 {"shape":"other","status":405,"code":"method_not_allowed"}`},
 		{"wrong method over the body limit", req{method: "PUT", path: "/t/other", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"shape":"other","status":413,"code":"body_too_large"}`},
-		{"wrong method of a path in the envelope", req{method: "DELETE", path: "/t/plain"}, `405 {"error":{"type":"invalid_request_error","code":"method_not_allowed","message":"DELETE is not allowed on /t/plain; allowed: GET.","param":null},"gw_code":"method_not_allowed"}`},
+		{"wrong method of a path in the envelope", req{method: "DELETE", path: "/t/plain"}, `405 {"error":{"type":"invalid_request_error","code":"method_not_allowed","message":"DELETE is not allowed on /t/plain; allowed: GET.","param":null,"doc_url":"/docs/errors#method_not_allowed"},"gw_code":"method_not_allowed"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,6 +52,9 @@ func wantAnthropicErr(t *testing.T, r *resp, status int, typ, code, param, ref s
 		if msg, _ := e["message"].(string); msg == "" {
 			problems = append(problems, "error.message empty")
 		}
+		if u := e["doc_url"]; u != "/docs/errors#"+code {
+			problems = append(problems, fmt.Sprintf("error.doc_url %v, want /docs/errors#%s (issue 16 item 8)", u, code))
+		}
 		if p, ok := e["param"]; !ok || (param == noParam && p != nil) || (param != noParam && param != anyParam && p != param) {
 			problems = append(problems, fmt.Sprintf("error.param %#v, want %q", p, printable(param)))
 		}

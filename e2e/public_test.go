@@ -227,6 +227,29 @@ func TestPublicEndpoints(t *testing.T) {
 		}.with(404, "not_found_error", "route_not_found", noParam, "spec Codes: route_not_found 404 path and method unknown"))
 	})
 
+	// issue 16 item 8: every error carries error.doc_url (wantErr checks it),
+	// the address of its code's section of the catalog page, relative to
+	// the gateway, and that page has the section.
+	t.Run("doc_url", func(t *testing.T) {
+		for _, c := range []struct{ method, path, token, code string }{
+			{"GET", "/nope", "", "route_not_found"},
+			{"GET", "/v1/models", "", "missing_authorization"},
+			{"DELETE", "/v1/models", "", "method_not_allowed"},
+		} {
+			r := g.do(t, c.method, c.path, c.token, "", nil, nil)
+			u, _ := testkit.Field(r.JSON()["error"], "doc_url").(string)
+			page, anchor, _ := strings.Cut(u, "#")
+			if anchor != c.code {
+				t.Errorf("%s: doc_url %q, want the anchor %s", r, u, c.code)
+				continue
+			}
+			doc := g.get(t, page, "", "")
+			if doc.Status != 200 || !strings.Contains(string(doc.Body), `id="`+anchor+`"`) {
+				t.Errorf("GET %s -> %d, want 200 and an element of id %q", page, doc.Status, anchor)
+			}
+		}
+	})
+
 	// issue 16 item 8: a known path asked with another method answers 405
 	// method_not_allowed (catalogued), before authentication, with Allow
 	// listing the path's methods; OPTIONS and HEAD are not served.

@@ -1,12 +1,16 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/chatgw/gateway/store/memstore"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -120,5 +124,40 @@ func TestLoggedPath(t *testing.T) {
 				t.Errorf("loggedPath(%q) mismatch (-want +got):\n%s", tt.target, diff)
 			}
 		})
+	}
+}
+
+// TestREADMEListsEveryPublicPage: the README's Quick start names every
+// public route of the table, so that a new public page is findable by a
+// new user (issue 16 item 8); /docs/*path is its two pages.
+func TestREADMEListsEveryPublicPage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := bytes.Index(readme, []byte("## Quick start"))
+	end := bytes.Index(readme, []byte("## Running the tests"))
+	if start < 0 || end < start {
+		t.Fatal("README has no Quick start section followed by Running the tests")
+	}
+	quick := string(readme[start:end])
+	g, err := New(WithTokenCatalog(newMapCatalog(nil)), WithStore(memstore.New()), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	for _, rt := range g.routes() {
+		if rt.user != public {
+			continue
+		}
+		pages := []string{rt.path}
+		if rt.path == "/docs/*path" {
+			pages = []string{"/docs/errors", "/docs/api/"}
+		}
+		for _, p := range pages {
+			if !strings.Contains(quick, "`"+p+"`") {
+				t.Errorf("README's Quick start does not list the public page `%s`", p)
+			}
+		}
 	}
 }

@@ -1292,7 +1292,7 @@ func checkEnvelope(t *testing.T, rt fuzzRoute, sent http.Header, status int, ct 
 	if err := json.Unmarshal(top["error"], &e); err != nil {
 		t.Fatalf("error is not an object: %s", body)
 	}
-	if diff := cmp.Diff([]string{"code", "message", "param", "type"}, sortedKeys(e)); diff != "" {
+	if diff := cmp.Diff([]string{"code", "doc_url", "message", "param", "type"}, sortedKeys(e)); diff != "" {
 		t.Errorf("error keys mismatch (-want +got):\n%s\n%s", diff, body)
 	}
 	var env struct {
@@ -1319,6 +1319,9 @@ func checkEnvelope(t *testing.T, rt fuzzRoute, sent http.Header, status int, ct 
 	}
 	if env.Error.Message == "" {
 		t.Errorf("empty message: %s", body)
+	}
+	if u := jsonString(top["error"], "doc_url"); u != errcat.DocURL(code) {
+		t.Errorf("doc_url %q, want %q: %s", u, errcat.DocURL(code), body)
 	}
 	switch code {
 	case errcat.UpstreamBadRequest, errcat.UpstreamError, errcat.UpstreamTimeout, errcat.UpstreamUnavailable:

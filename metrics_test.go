@@ -113,6 +113,8 @@ func TestMetricsCardinality(t *testing.T) {
 		for _, token := range []string{"admin", "", "not-a-token"} {
 			send(method, filled, token, `{"model":"gpt-`+seg+`","messages":[{"role":"user","content":"hi"}],"provider":"`+seg+`"}`)
 		}
+		// A method the path does not serve: 405, labelled as no route.
+		send([]string{"PATCH", "BREW"}[rnd.IntN(2)], filled, "admin", "")
 	}
 	// Odd methods and paths.
 	for _, m := range []string{"BREW", "PROPFIND", "get", "OPTIONS", "TRACE"} {
@@ -152,6 +154,11 @@ func TestMetricsCardinality(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The 405s are counted as requests no route matched, by their method's
+	// vocabulary value.
+	if n := countRequests(fams, map[string]string{"http_route": "_OTHER", "http_response_status_code": "405", "error_type": "method_not_allowed"}); n != float64(len(patterns)) {
+		t.Errorf("405s counted %v times, want %d", n, len(patterns))
+	}
 	seen := map[string]bool{}
 	for _, f := range fams {
 		if f.GetName() == "chatgw_build_info" {
@@ -190,6 +197,31 @@ func TestMetricsCardinality(t *testing.T) {
 			t.Errorf("the load recorded nothing in %s", name)
 		}
 	}
+}
+
+// countRequests sums the chatgw_requests_total series of fams that have
+// every label of want.
+func countRequests(fams []*dto.MetricFamily, want map[string]string) float64 {
+	n := 0.0
+	for _, f := range fams {
+		if f.GetName() != "chatgw_requests_total" {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range want {
+				if got[k] != v {
+					continue series
+				}
+			}
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return n
 }
 
 // metricsVocabulary is, for each label name, whether a value is in its

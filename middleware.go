@@ -23,27 +23,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// buildRouter registers every route of the table, wrapped in the per-route
-// middleware, and answers route_not_found for everything else. The router is
-// served only by serve, whose *statusWriter carries the request's Info.
-func (g *Gateway) buildRouter(routes []route) *httprouter.Router {
-	r := httprouter.New()
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.HandleMethodNotAllowed = false
-	r.HandleOPTIONS = false
-	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.bodyTooLarge(w) {
-			return
-		}
-		writeError(w, infoOf(w), errcat.Newf(errcat.RouteNotFound, "", "No route for %s %s.", r.Method, r.URL.Path))
-	})
-	for _, rt := range routes {
-		r.Handle(rt.method, rt.path, g.wrap(rt))
-	}
-	return r
-}
-
 // serve is the outermost middleware: request id, panic recovery, body limit and
 // the request log line.
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
@@ -113,12 +92,17 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 		slog.Int("status", sw.status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", sw.bytes),
-		{}, {}, // code and cause
+		{}, {}, {}, // code, path and cause
 	}
 	n := 7
 	if e := info.Err; e != nil {
 		attrs[n] = slog.String("code", string(e.Code))
 		n++
+		if e.Code == errcat.RouteNotFound || e.Code == errcat.MethodNotAllowed {
+			// No route template names what was asked: the path does.
+			attrs[n] = slog.String("path", loggedPath(r))
+			n++
+		}
 		if e.Cause != nil {
 			// Causes are the gateway's own words by construction; one may
 			// still wrap outside text (a decoder's error, a panic's value),

@@ -181,7 +181,10 @@ func TestMiddlewareRules(t *testing.T) {
 		{"member needs user on read", req{method: "GET", path: "/t/admin-view", token: "member"}, "Bad Request missing_field headers.gw-user-id"},
 		{"admin needs user on write", req{method: "POST", path: "/t/admin-view", token: "admin", body: `{}`}, "Bad Request missing_field headers.gw-user-id"},
 		{"unknown path", req{method: "GET", path: "/nope", token: "member"}, "Not Found route_not_found null"},
-		{"unknown method", req{method: "DELETE", path: "/t/open", token: "member"}, "Not Found route_not_found null"},
+		{"unknown method", req{method: "DELETE", path: "/t/open", token: "member"}, "Method Not Allowed method_not_allowed null"},
+		{"unknown method before authentication", req{method: "DELETE", path: "/t/open", token: "nope"}, "Method Not Allowed method_not_allowed null"},
+		{"unknown method on a public path", req{method: "POST", path: "/t/public"}, "Method Not Allowed method_not_allowed null"},
+		{"unknown method over the body limit", req{method: "PUT", path: "/t/open", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, "Request Entity Too Large body_too_large null"},
 		{"trailing slash is another path", req{method: "GET", path: "/t/open/", token: "member"}, "Not Found route_not_found null"},
 		{"public needs no bearer", req{method: "GET", path: "/t/public"}, "No Content"},
 		{"body over limit by length", req{method: "POST", path: "/t/open", token: "member", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, "Request Entity Too Large body_too_large null"},
@@ -366,8 +369,11 @@ func TestRouteErrorFormat(t *testing.T) {
 		{"handler error", req{method: "POST", path: "/t/other", token: "member", body: "{}"}, `400 {"shape":"other","status":400,"code":"invalid_field"}`},
 		{"user rule", req{method: "GET", path: "/t/other/user", token: "member"}, `400 {"shape":"other","status":400,"code":"missing_field"}`},
 		{"panic", req{method: "GET", path: "/t/other/panic", token: "member"}, `500 {"shape":"other","status":500,"code":"internal_error"}`},
-		{"other routes keep the envelope", req{method: "GET", path: "/t/plain"}, `401 {"error":{"type":"authentication_error","code":"missing_authorization","message":"The Authorization header (or x-api-key) is missing.","param":"headers.authorization"},"gw_code":"missing_authorization"}`},
-		{"unknown routes keep the envelope", req{method: "POST", path: "/t/nope", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"error":{"type":"request_too_large","code":"body_too_large","message":"Request body is larger than 64 bytes.","param":null},"gw_code":"body_too_large"}`},
+		{"other routes keep the envelope", req{method: "GET", path: "/t/plain"}, `401 {"error":{"type":"authentication_error","code":"missing_authorization","message":"The Authorization header (or x-api-key) is missing.","param":"headers.authorization","doc_url":"/docs/errors#missing_authorization"},"gw_code":"missing_authorization"}`},
+		{"unknown routes keep the envelope", req{method: "POST", path: "/t/nope", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"error":{"type":"request_too_large","code":"body_too_large","message":"Request body is larger than 64 bytes.","param":null,"doc_url":"/docs/errors#body_too_large"},"gw_code":"body_too_large"}`},
+		{"wrong method", req{method: "GET", path: "/t/other"}, `405 {"shape":"other","status":405,"code":"method_not_allowed"}`},
+		{"wrong method over the body limit", req{method: "PUT", path: "/t/other", body: `{"a":"` + strings.Repeat("x", 100) + `"}`}, `413 {"shape":"other","status":413,"code":"body_too_large"}`},
+		{"wrong method of a path in the envelope", req{method: "DELETE", path: "/t/plain"}, `405 {"error":{"type":"invalid_request_error","code":"method_not_allowed","message":"DELETE is not allowed on /t/plain; allowed: GET.","param":null,"doc_url":"/docs/errors#method_not_allowed"},"gw_code":"method_not_allowed"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

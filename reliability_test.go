@@ -49,7 +49,7 @@ func TestUnreadBodyIsNotAwaited(t *testing.T) {
 	e := newEnv(t)
 	for _, tc := range []struct{ name, head, want string }{
 		{"public route", "GET /healthz HTTP/1.1\r\nHost: x\r\n", "200"},
-		{"public route, wrong method", "POST /healthz HTTP/1.1\r\nHost: x\r\n", "404"},
+		{"public route, wrong method", "POST /healthz HTTP/1.1\r\nHost: x\r\n", "405"},
 		{"no token", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n", "401"},
 		{"wrong token", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\n", "401"},
 		{"unknown route", "POST /nowhere HTTP/1.1\r\nHost: x\r\n", "404"},

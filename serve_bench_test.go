@@ -48,13 +48,20 @@ func benchRequest(method, path, token string) *http.Request {
 // serveLoop serves r with g b.N times and fails on any status but 200.
 func serveLoop(b *testing.B, g http.Handler, r *http.Request) {
 	b.Helper()
+	serveLoopStatus(b, g, r, http.StatusOK)
+}
+
+// serveLoopStatus serves r with g b.N times and fails on any status but
+// want (200 may also be written implicitly, as 0).
+func serveLoopStatus(b *testing.B, g http.Handler, r *http.Request, want int) {
+	b.Helper()
 	w := &benchWriter{h: http.Header{}}
 	b.ReportAllocs()
 	for b.Loop() {
 		w.reset()
 		g.ServeHTTP(w, r)
-		if w.code != http.StatusOK && w.code != 0 {
-			b.Fatalf("status %d", w.code)
+		if w.code != want && (want != http.StatusOK || w.code != 0) {
+			b.Fatalf("status %d, want %d", w.code, want)
 		}
 	}
 }
@@ -68,11 +75,15 @@ func serveLoop(b *testing.B, g http.Handler, r *http.Request) {
 //     cost of the middleware alone.
 //   - middleware-jsonlog: the same with the log line encoded by
 //     slog.JSONHandler into io.Discard, as gatewayd logs by default.
+//   - rate-limited: the middleware case for a token whose bucket is empty:
+//     every request answers 429 rate_limit_exceeded, the error envelope
+//     included (the path a client over its limit keeps hitting).
 //   - v1-models: GET /v1/models through gateway.New with memstore, the
 //     smallest real route (the list is cached).
 func BenchmarkServeHTTP(b *testing.B) {
 	tokens := auth.MustStatic([]*auth.Tenant{{ID: "acme"}}, map[string]auth.StaticToken{
-		"tok": {Tenant: "acme", Role: auth.RoleTenantAdmin, Rate: &auth.Rate{PerSecond: 1e9, Burst: 1e9}},
+		"tok":  {Tenant: "acme", Role: auth.RoleTenantAdmin, Rate: &auth.Rate{PerSecond: 1e9, Burst: 1e9}},
+		"slow": {Tenant: "acme", Role: auth.RoleTenantAdmin, Rate: &auth.Rate{PerSecond: 1e-9, Burst: 1}},
 	})
 	noop := []route{{"GET", "/t/noop", "models:read", userOptional, func(http.ResponseWriter, *http.Request) {}, nil}}
 	for _, bc := range []struct {
@@ -91,6 +102,16 @@ func BenchmarkServeHTTP(b *testing.B) {
 			serveLoop(b, g, benchRequest("GET", "/t/noop", "tok"))
 		})
 	}
+	b.Run("rate-limited", func(b *testing.B) {
+		cfg := defaultConfig()
+		cfg.tokens = tokens
+		g := &Gateway{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+		g.limiter = ratelimit.NewLocal(nil)
+		g.router = g.buildRouter(noop)
+		r := benchRequest("GET", "/t/noop", "slow")
+		g.ServeHTTP(httptest.NewRecorder(), r) // takes the bucket's one request
+		serveLoopStatus(b, g, r, http.StatusTooManyRequests)
+	})
 	b.Run("v1-models", func(b *testing.B) {
 		g, err := New(WithTokenCatalog(tokens), WithStore(memstore.New()), WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {

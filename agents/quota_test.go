@@ -21,7 +21,7 @@ import (
 // quotaEnvelope is the exact body of model_quota_exhausted, as /c1 answers it.
 const quotaEnvelope = `{"error":{"type":"rate_limit_error","code":"model_quota_exhausted",` +
 	`"message":"The tenant's daily budget for this model is used up; it resets at midnight UTC (see Retry-After).",` +
-	`"param":null},"gw_code":"model_quota_exhausted"}`
+	`"param":null,"doc_url":"/docs/errors#model_quota_exhausted"},"gw_code":"model_quota_exhausted"}`
 
 // promptHello is the pre-flight prompt estimate of plain's first round with
 // the user message "hello": "You talk." (4 + ⌈9/3⌉) and "hello" (4 + ⌈5/3⌉).
@@ -248,7 +248,7 @@ func TestQuotaCloudB(t *testing.T) {
 	}
 	want := `{"error":{"type":"rate_limit_error","code":"cloudB_daily_quota_exhausted",` +
 		`"message":"The daily quota of model lm-4-scout-cloudB is used up; retry with one of available_fallbacks as model, or after the reset at 00:00 UTC (see Retry-After).",` +
-		`"param":"model"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-small"]}`
+		`"param":"model","doc_url":"/docs/errors#cloudB_daily_quota_exhausted"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-small"]}`
 	for _, stream := range []string{"false", "true"} {
 		wantRefusal(t, e, e.do(t, "POST", "/a1/agents/clouded/chat", "", `{"messages":[{"role":"user","content":"hi"}],"stream":`+stream+`}`), want)
 	}

@@ -9,12 +9,15 @@ import (
 // errorObject is the error of Anthropic's error shape, with the gateway's
 // code and param added ("Errors on /v1/messages use Anthropic's error shape
 // ({"type":"error","error":{"type","message"}}) and also carry the
-// gateway's code and param inside error", DECISIONS 9.4).
+// gateway's code and param inside error", DECISIONS 9.4), and the address
+// of the code's section of the error catalog page (doc_url), as the
+// gateway's envelope has it.
 type errorObject struct {
 	Type    errcat.Type `json:"type"`
 	Message string      `json:"message"`
 	Code    errcat.Code `json:"code"`
 	Param   *string     `json:"param"`
+	DocURL  string      `json:"doc_url"`
 }
 
 type errorResponse struct {
@@ -23,7 +26,7 @@ type errorResponse struct {
 }
 
 // ErrorBody is the errcat.Format of the Messages API's routes:
-// {"type":"error","error":{"type","message","code","param"}} plus the
+// {"type":"error","error":{"type","message","code","param","doc_url"}} plus the
 // Extra fields at the top level (available_fallbacks, required_consents),
 // which Anthropic's clients ignore. error.type is the catalog's type: each
 // of the catalog's types is one of Anthropic's error types
@@ -33,7 +36,7 @@ type errorResponse struct {
 // category either way. The status is the catalog's, not Anthropic's (503,
 // not 529, for overloaded_error).
 func ErrorBody(p errcat.Public) []byte {
-	obj := errorObject{Type: p.Type, Message: p.Message, Code: p.Code}
+	obj := errorObject{Type: p.Type, Message: p.Message, Code: p.Code, DocURL: p.DocURL}
 	if p.Param != "" {
 		obj.Param = &p.Param
 	}

@@ -111,10 +111,13 @@ func checkShape(t *testing.T, body []byte) {
 		Error map[string]any `json:"error"`
 	}
 	json.Unmarshal(body, &e)
-	if _, gw := top["gw_code"]; e.Type != "error" || gw || len(e.Error) != 4 || e.Error["message"] == "" {
-		t.Errorf("error body %s: want {\"type\":\"error\",\"error\":{type,message,code,param}}", body)
+	if _, gw := top["gw_code"]; e.Type != "error" || gw || len(e.Error) != 5 || e.Error["message"] == "" {
+		t.Errorf("error body %s: want {\"type\":\"error\",\"error\":{type,message,code,param,doc_url}}", body)
 	}
 	code, _ := e.Error["code"].(string)
+	if u := e.Error["doc_url"]; u != errcat.DocURL(errcat.Code(code)) {
+		t.Errorf("error.doc_url %v, want %s", u, errcat.DocURL(errcat.Code(code)))
+	}
 	if typ, _ := e.Error["type"].(string); typ != string(errcat.Lookup(errcat.Code(code)).Type) {
 		t.Errorf("error.type %q, want the catalog's %q of %s", typ, errcat.Lookup(errcat.Code(code)).Type, code)
 	}

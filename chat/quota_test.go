@@ -23,7 +23,7 @@ const untilMidnight = "43200"
 // quotaEnvelope is the exact body of model_quota_exhausted.
 const quotaEnvelope = `{"error":{"type":"rate_limit_error","code":"model_quota_exhausted",` +
 	`"message":"The tenant's daily budget for this model is used up; it resets at midnight UTC (see Retry-After).",` +
-	`"param":null},"gw_code":"model_quota_exhausted"}`
+	`"param":null,"doc_url":"/docs/errors#model_quota_exhausted"},"gw_code":"model_quota_exhausted"}`
 
 // promptHi is the pre-flight prompt estimate of a first turn "hi": one message
 // (4) plus ⌈2 bytes / 3⌉.
@@ -158,7 +158,7 @@ func TestQuotaCloudB(t *testing.T) {
 		rec := e.post(t, "alice", `{"message":"two",`+fields+`}`)
 		want := `{"error":{"type":"rate_limit_error","code":"cloudB_daily_quota_exhausted",` +
 			`"message":"The daily quota of model lm-4-scout-cloudB is used up; retry with one of available_fallbacks as model, or after the reset at 00:00 UTC (see Retry-After).",` +
-			`"param":"model"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-4-scout-local"]}`
+			`"param":"model","doc_url":"/docs/errors#cloudB_daily_quota_exhausted"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-4-scout-local"]}`
 		if rec.Code != 429 {
 			t.Fatalf("%s = %d %s; want 429", fields, rec.Code, rec.Body)
 		}

@@ -194,6 +194,7 @@ func wantErr(t *testing.T, r *resp, status int, typ, code, param, ref string) bo
 			Code    *string `json:"code"`
 			Message *string `json:"message"`
 			Param   any     `json:"param"`
+			DocURL  *string `json:"doc_url"`
 		} `json:"error"`
 		GWCode *string `json:"gw_code"`
 	}
@@ -227,6 +228,9 @@ func wantErr(t *testing.T, r *resp, status int, typ, code, param, ref string) bo
 		}
 		if env.GWCode == nil || *env.GWCode != code {
 			problems = append(problems, fmt.Sprintf("gw_code %s, want %q", strp(env.GWCode), code))
+		}
+		if want := "/docs/errors#" + code; e.DocURL == nil || *e.DocURL != want {
+			problems = append(problems, fmt.Sprintf("error.doc_url %s, want %q (issue 16 item 8)", strp(e.DocURL), want))
 		}
 	}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {

@@ -308,3 +308,28 @@ func TestFlagsAndSIGINT(t *testing.T) {
 		t.Errorf("GATEWAY_DATA_DIR used although -data-dir was given (DECISIONS 2: a flag wins over the variable)")
 	}
 }
+
+// TestHelpAndBadEnvironment: `gatewayd -h` (and -help, --help) prints the
+// usage and exits 0; a bad environment value stops start-up with exit 1 and
+// an error naming the variable, not the Go field behind it (issue 16 item 8).
+func TestHelpAndBadEnvironment(t *testing.T) {
+	for _, arg := range []string{"-h", "-help", "--help"} {
+		code, out := runToExit(t, map[string]string{"GATEWAY_CLOUDA_API_KEY": "sk-e2e-secret"}, arg)
+		if code != 0 || !strings.Contains(out, "Usage: gatewayd") || !strings.Contains(out, "-rate-per-second") {
+			t.Errorf("gatewayd %s: exit %d, want 0 and the usage:\n%s", arg, code, tail(out, 20))
+		}
+		if strings.Contains(out, "sk-e2e-secret") {
+			t.Errorf("gatewayd %s prints the value of GATEWAY_CLOUDA_API_KEY", arg)
+		}
+	}
+	for name, value := range map[string]string{
+		"GATEWAY_RATE_PER_SECOND":  "fast",
+		"GATEWAY_BODY_LIMIT_BYTES": "32MB",
+		"GATEWAY_UPSTREAM_TIMEOUT": "600",
+	} {
+		code, out := runToExit(t, map[string]string{name: value})
+		if code != 1 || !strings.Contains(out, name+": ") {
+			t.Errorf("%s=%q: exit %d, want 1 and an error naming %s:\n%s", name, value, code, name, tail(out, 10))
+		}
+	}
+}

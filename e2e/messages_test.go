@@ -52,6 +52,9 @@ func wantAnthropicErr(t *testing.T, r *resp, status int, typ, code, param, ref s
 		if msg, _ := e["message"].(string); msg == "" {
 			problems = append(problems, "error.message empty")
 		}
+		if u := e["doc_url"]; u != "/docs/errors#"+code {
+			problems = append(problems, fmt.Sprintf("error.doc_url %v, want /docs/errors#%s (issue 16 item 8)", u, code))
+		}
 		if p, ok := e["param"]; !ok || (param == noParam && p != nil) || (param != noParam && param != anyParam && p != param) {
 			problems = append(problems, fmt.Sprintf("error.param %#v, want %q", p, printable(param)))
 		}
@@ -290,6 +293,11 @@ func TestMessagesErrors(t *testing.T) {
 	wantAnthropicErr(t, g.do(t, "POST", "/v1/messages", tokAdmin, "", ok, apiKey(tokMember)), 401, "authentication_error", "invalid_authorization", "headers.authorization", "two tokens")
 	wantAnthropicErr(t, g.do(t, "POST", "/v1/messages", "", "", ok, apiKey(tokRestrict)), 403, "permission_error", "forbidden", noParam, "DECISIONS 9.4: chat:write")
 	wantAnthropicErr(t, g.do(t, "POST", "/v1/messages/count_tokens", "", "", ok, apiKey(tokRestrict)), 403, "permission_error", "forbidden", noParam, "DECISIONS 9.4: chat:write")
+	r405 := g.do(t, "GET", "/v1/messages", "", "", nil, apiKey(tokMember))
+	wantAnthropicErr(t, r405, 405, "invalid_request_error", "method_not_allowed", noParam, "issue 16 item 8: a wrong method, in the route's shape")
+	if got := r405.Header.Get("Allow"); got != "POST" {
+		t.Errorf("%s: Allow %q, want POST", r405, got)
+	}
 	wantAnthropicErr(t, g.do(t, "POST", "/v1/messages", "", "", message("lm-4-scout-local", strings.Repeat("x", 5000), nil), apiKey(tokMember)),
 		413, "request_too_large", "body_too_large", noParam, "spec Limits: body size")
 	wantAnthropicErr(t, g.do(t, "POST", "/v1/messages", "", "", map[string]any{"model": "lm-4-scout-local", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}, apiKey(tokMember)),

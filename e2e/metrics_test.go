@@ -48,6 +48,7 @@ func TestMetrics(t *testing.T) {
 		{"GET", "/v1/models", tokSlow, "", 429}, // burst 2
 		{"GET", "/v1/models", "", "", 401},
 		{"GET", "/no/such/route", tokAdmin, "", 404},
+		{"DELETE", "/v1/models", tokAdmin, "", 405},
 	} {
 		var body any
 		if step.body != "" {
@@ -73,6 +74,8 @@ func TestMetrics(t *testing.T) {
 		`chatgw_requests_total{error_type="rate_limit_exceeded",http_request_method="GET",http_response_status_code="429",http_route="/v1/models",tenant="acme"}`: "1",
 		`chatgw_requests_total{error_type="missing_authorization",http_request_method="GET",http_response_status_code="401",http_route="/v1/models",tenant=""}`:   "1",
 		`chatgw_requests_total{error_type="route_not_found",http_request_method="GET",http_response_status_code="404",http_route="_OTHER",tenant=""}`:             "2",
+		// A wrong method: no route matched, as for an unknown path.
+		`chatgw_requests_total{error_type="method_not_allowed",http_request_method="DELETE",http_response_status_code="405",http_route="_OTHER",tenant=""}`: "1",
 		// Each upstream attempt, with its position in the chain.
 		`gen_ai_client_operation_duration_seconds_count{attempt="1",error_type="503",gen_ai_operation_name="chat",gen_ai_provider_name="local",gen_ai_request_model="lm-4-scout"}`:         "1",
 		`gen_ai_client_operation_duration_seconds_count{attempt="2",error_type="",gen_ai_operation_name="chat",gen_ai_provider_name="cloudA",gen_ai_request_model="lm-4-scout"}`:           "1",

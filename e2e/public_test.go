@@ -220,15 +220,66 @@ func TestPublicEndpoints(t *testing.T) {
 			{name: "unknown path", method: "GET", path: "/nope", token: tokAdmin},
 			{name: "unknown path no bearer", method: "GET", path: "/v9/nothing"},
 			{name: "unknown v1 path", method: "GET", path: "/v1/does-not-exist", token: tokAdmin},
-			{name: "unknown method on known path", method: "DELETE", path: "/v1/models", token: tokAdmin},
-			{name: "POST healthz", method: "POST", path: "/healthz", body: "{}"},
-			{name: "GET chat completions", method: "GET", path: "/v1/chat/completions", token: tokAdmin},
-			{name: "PATCH c1 chat", method: "PATCH", path: "/c1/chat", token: tokAdmin, user: "u", body: "{}"},
 			{name: "unknown docs page", method: "GET", path: "/docs/nothing-here"},
-			{name: "PUT chat completions", method: "PUT", path: "/v1/chat/completions", token: tokMember},
 			{name: "models with a trailing slash", method: "GET", path: "/v1/models/", token: tokMember},
 			{name: "unknown family", method: "GET", path: "/c2/chat", token: tokMember},
+			{name: "OPTIONS of an unknown path", method: "OPTIONS", path: "/c2/chat"},
 		}.with(404, "not_found_error", "route_not_found", noParam, "spec Codes: route_not_found 404 path and method unknown"))
+	})
+
+	// issue 16 item 8: every error carries error.doc_url (wantErr checks it),
+	// the address of its code's section of the catalog page, relative to
+	// the gateway, and that page has the section.
+	t.Run("doc_url", func(t *testing.T) {
+		for _, c := range []struct{ method, path, token, code string }{
+			{"GET", "/nope", "", "route_not_found"},
+			{"GET", "/v1/models", "", "missing_authorization"},
+			{"DELETE", "/v1/models", "", "method_not_allowed"},
+		} {
+			r := g.do(t, c.method, c.path, c.token, "", nil, nil)
+			u, _ := testkit.Field(r.JSON()["error"], "doc_url").(string)
+			page, anchor, _ := strings.Cut(u, "#")
+			if anchor != c.code {
+				t.Errorf("%s: doc_url %q, want the anchor %s", r, u, c.code)
+				continue
+			}
+			doc := g.get(t, page, "", "")
+			if doc.Status != 200 || !strings.Contains(string(doc.Body), `id="`+anchor+`"`) {
+				t.Errorf("GET %s -> %d, want 200 and an element of id %q", page, doc.Status, anchor)
+			}
+		}
+	})
+
+	// issue 16 item 8: a known path asked with another method answers 405
+	// method_not_allowed (catalogued), before authentication, with Allow
+	// listing the path's methods; OPTIONS and HEAD are not served.
+	t.Run("method_not_allowed", func(t *testing.T) {
+		const ref = "issue 16 item 8: 405 with Allow"
+		for _, c := range []struct {
+			name, method, path, token, user, allow string
+		}{
+			{"DELETE models", "DELETE", "/v1/models", tokAdmin, "", "GET"},
+			{"POST healthz", "POST", "/healthz", "", "", "GET"},
+			{"GET chat completions", "GET", "/v1/chat/completions", tokAdmin, "", "POST"},
+			{"PUT chat completions, bad token", "PUT", "/v1/chat/completions", "not-a-token", "", "POST"},
+			{"PATCH c1 chat", "PATCH", "/c1/chat", tokAdmin, "u", "POST"},
+			{"POST a conversation", "POST", "/c1/conversations/c1", tokMember, "u", "DELETE, GET"},
+			{"PUT memory", "PUT", "/v1/memory", tokMember, "u", "DELETE, GET, POST"},
+			{"OPTIONS models", "OPTIONS", "/v1/models", "", "", "GET"},
+			{"POST a docs page", "POST", "/docs/errors", "", "", "GET"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				r := g.do(t, c.method, c.path, c.token, c.user, nil, nil)
+				wantErr(t, r, 405, "invalid_request_error", "method_not_allowed", noParam, ref)
+				if got := r.Header.Get("Allow"); got != c.allow {
+					t.Errorf("%s: Allow %q, want %q [%s]", r, got, c.allow, ref)
+				}
+			})
+		}
+		r := g.do(t, "HEAD", "/healthz", "", "", nil, nil)
+		if r.Status != 405 || r.Header.Get("Allow") != "GET" {
+			t.Errorf("%s: Allow %q, want 405 with Allow GET [%s]", r, r.Header.Get("Allow"), ref)
+		}
 	})
 
 	t.Run("x-request-id", func(t *testing.T) {

@@ -42,6 +42,33 @@ var byCode = func() map[Code]*Entry {
 	return m
 }()
 
+// docsPath is the path of the catalog's HTML page (GET /docs/errors), whose
+// section of a code is anchored by the code (docsPage).
+const docsPath = "/docs/errors"
+
+// docURLs holds each code's DocURL, built once: an error answer, the 429 of
+// the rate limit among them, must not build a string to say it.
+var docURLs = func() map[Code]string {
+	m := make(map[Code]string, len(entries))
+	for _, e := range entries {
+		m[e.Code] = docsPath + "#" + string(e.Code)
+	}
+	return m
+}()
+
+// DocURL returns the address of code's section in the gateway's error
+// catalog page, "/docs/errors#<code>": relative to the gateway's root, so
+// that it names the gateway that answered whatever host, scheme or proxy
+// the client reached it through (it is never built from the request). An
+// unknown code yields internal_error's, as Lookup does. It allocates
+// nothing.
+func DocURL(code Code) string {
+	if u, ok := docURLs[code]; ok {
+		return u
+	}
+	return docURLs[InternalError]
+}
+
 // Version is the catalog version, bumped on breaking changes only.
 const Version = 1
 

@@ -30,7 +30,9 @@ dd{margin:0}
 <h1>chatgw error catalog</h1>
 <p>Version {{.Version}}, {{.Count}} codes; the same data is served as JSON at <a href="../errors"><code>/errors</code></a>.</p>
 <p>Every error answers with the envelope
-<code>{"error":{"type","code","message","param"},"gw_code"}</code>; <code>param</code> is null when no field is at fault.
+<code>{"error":{"type","code","message","param","doc_url"},"gw_code"}</code>; <code>param</code> is null when no field is at fault,
+and <code>doc_url</code> is the code's section of this page (<code>/docs/errors#&lt;code&gt;</code>, relative to the gateway).
+The routes of Anthropic's Messages API answer Anthropic's shape, <code>{"type":"error","error":{"type","message","code","param","doc_url"}}</code>.
 On a stream that already started, the envelope arrives as an SSE event named <code>gw.error</code> and the stream ends without <code>[DONE]</code>.
 Quote the <code>x-request-id</code> response header when reporting a problem.</p>
 <nav><ul>

@@ -347,8 +347,9 @@ var entries = []Entry{
 	},
 	{
 		Code: RouteNotFound, Type: TypeNotFound, HTTPStatus: 404,
-		Title:       "Route not found",
-		Description: "No endpoint matches the request's method and path. `param` is null.",
+		Title: "Route not found",
+		Description: "No endpoint has the request's path (a path that exists, asked with another method, " +
+			"answers `method_not_allowed`). `param` is null.",
 		Remediation: "Check the method and path against `/openapi.json`; paths are case-sensitive.",
 	},
 	{

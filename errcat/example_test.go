@@ -15,7 +15,7 @@ func ExampleWrite() {
 	fmt.Print(rec.Body.String())
 	// Output:
 	// 400
-	// {"error":{"type":"invalid_request_error","code":"model_not_in_allowlist","message":"Model lm-9 is not allowed for this tenant.","param":"model"},"gw_code":"model_not_in_allowlist"}
+	// {"error":{"type":"invalid_request_error","code":"model_not_in_allowlist","message":"Model lm-9 is not allowed for this tenant.","param":"model","doc_url":"/docs/errors#model_not_in_allowlist"},"gw_code":"model_not_in_allowlist"}
 }
 
 func ExampleWrite_rateLimit() {
@@ -25,5 +25,5 @@ func ExampleWrite_rateLimit() {
 	fmt.Print(rec.Body.String())
 	// Output:
 	// 429 2
-	// {"error":{"type":"rate_limit_error","code":"rate_limit_exceeded","message":"Rate limit exceeded","param":null},"gw_code":"rate_limit_exceeded"}
+	// {"error":{"type":"rate_limit_error","code":"rate_limit_exceeded","message":"Rate limit exceeded","param":null,"doc_url":"/docs/errors#rate_limit_exceeded"},"gw_code":"rate_limit_exceeded"}
 }

@@ -17,6 +17,7 @@ type body struct {
 	Code    Code    `json:"code"`
 	Message string  `json:"message"`
 	Param   *string `json:"param"`
+	DocURL  string  `json:"doc_url"`
 }
 
 // wire returns the *Error as it goes on the wire: an uncatalogued code becomes an
@@ -49,13 +50,15 @@ func fixedMessage(c Code) bool {
 // that tells it: the code's catalog type and the status it answers with, the
 // message the client may see (the catalog title for the codes whose message
 // is fixed, and when the error has none) and the param, "" when it names no
-// field. Extra are the additional body fields. It never holds the cause.
+// field. DocURL is the code's section of the error catalog page (DocURL).
+// Extra are the additional body fields. It never holds the cause.
 type Public struct {
 	Status  int
 	Type    Type
 	Code    Code
 	Message string
 	Param   string
+	DocURL  string
 	Extra   map[string]any
 }
 
@@ -69,7 +72,8 @@ func PublicOf(err error) (Public, *Error) {
 	if msg == "" || fixedMessage(e.Code) {
 		msg = entry.Title
 	}
-	return Public{Status: Status(e), Type: entry.Type, Code: entry.Code, Message: msg, Param: e.Param, Extra: e.Extra}, e
+	return Public{Status: Status(e), Type: entry.Type, Code: entry.Code, Message: msg, Param: e.Param,
+		DocURL: DocURL(entry.Code), Extra: e.Extra}, e
 }
 
 // A Format encodes the body of an error answer from its Public part. The
@@ -80,10 +84,12 @@ func PublicOf(err error) (Public, *Error) {
 type Format func(Public) []byte
 
 // Envelope is the gateway's error envelope,
-// {"error":{"type","code","message","param"},"gw_code":...} plus the Extra
-// fields at the top level.
+// {"error":{"type","code","message","param","doc_url"},"gw_code":...} plus
+// the Extra fields at the top level. doc_url is an addition inside the
+// error object, where OpenAI's ErrorResponse schema allows members it does
+// not list, so that OpenAI's clients read the envelope as before.
 func Envelope(p Public) []byte {
-	b := body{Type: p.Type, Code: p.Code, Message: p.Message}
+	b := body{Type: p.Type, Code: p.Code, Message: p.Message, DocURL: p.DocURL}
 	if p.Param != "" {
 		b.Param = &p.Param
 	}
@@ -105,7 +111,7 @@ func Envelope(p Public) []byte {
 }
 
 // Write sends err as the error envelope
-// {"error":{"type","code","message","param"},"gw_code":...} plus any Extra fields,
+// {"error":{"type","code","message","param","doc_url"},"gw_code":...} plus any Extra fields,
 // with the catalog status and, when set, Retry-After. Internal and storage errors
 // never show their cause, and an error that is not an *Error with a catalogued code
 // answers 500 internal_error. It returns the *Error that was written, for logging
@@ -118,19 +124,42 @@ func Write(w http.ResponseWriter, err error) *Error {
 // Content-Type (application/json) and Retry-After are the same whatever f.
 func WriteFormat(w http.ResponseWriter, err error, f Format) *Error {
 	p, e := PublicOf(err)
-	if f == nil {
-		f = Envelope
+	var data []byte
+	switch {
+	case f != nil:
+		data = append(f(p), '\n')
+	case plain(p):
+		data = plainBodies[p.Code] // shared: only read
+	default:
+		data = append(Envelope(p), '\n')
 	}
-	data := f(p)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	w.WriteHeader(p.Status)
-	_, _ = w.Write(append(data, '\n'))
+	_, _ = w.Write(data)
 	return e
 }
+
+// plain reports whether p's envelope is its code's plain body: the
+// catalog title as message, no param, no extra fields. The 429 of the rate
+// limit always is (its message is fixed), and it is the error a client
+// over its limit gets on every request.
+func plain(p Public) bool {
+	return p.Param == "" && len(p.Extra) == 0 && p.Message == Lookup(p.Code).Title
+}
+
+// plainBodies holds each code's plain envelope (plain), newline included,
+// encoded once, so that writing one encodes and allocates nothing.
+var plainBodies = func() map[Code][]byte {
+	m := make(map[Code][]byte, len(entries))
+	for _, e := range entries {
+		m[e.Code] = append(Envelope(Public{Type: e.Type, Code: e.Code, Message: e.Title, DocURL: DocURL(e.Code)}), '\n')
+	}
+	return m
+}()
 
 // RetryAfterSeconds converts a wait into the value of Error.RetryAfter: whole
 // seconds rounded up, at least 1 (so a zero or negative wait still sends 1).

@@ -21,7 +21,7 @@ func envelope(typ, code, message, param string) map[string]any {
 		p = param
 	}
 	return map[string]any{
-		"error":   map[string]any{"type": typ, "code": code, "message": message, "param": p},
+		"error":   map[string]any{"type": typ, "code": code, "message": message, "param": p, "doc_url": "/docs/errors#" + code},
 		"gw_code": code,
 	}
 }
@@ -275,16 +275,16 @@ func TestWriteFormat(t *testing.T) {
 		want       errcat.Public
 	}{
 		{errcat.New(errcat.MissingField, "max_tokens", "max_tokens is required."), 400, "",
-			errcat.Public{Status: 400, Type: errcat.TypeInvalidRequest, Code: errcat.MissingField, Message: "max_tokens is required.", Param: "max_tokens"}},
+			errcat.Public{Status: 400, Type: errcat.TypeInvalidRequest, Code: errcat.MissingField, Message: "max_tokens is required.", Param: "max_tokens", DocURL: "/docs/errors#missing_field"}},
 		{&errcat.Error{Code: errcat.RateLimitExceeded, Message: "slow down", RetryAfter: 3}, 429, "3",
-			errcat.Public{Status: 429, Type: errcat.TypeRateLimit, Code: errcat.RateLimitExceeded, Message: "Rate limit exceeded"}},
+			errcat.Public{Status: 429, Type: errcat.TypeRateLimit, Code: errcat.RateLimitExceeded, Message: "Rate limit exceeded", DocURL: "/docs/errors#rate_limit_exceeded"}},
 		{&errcat.Error{Code: errcat.UpstreamBadRequest, Status: 422, Message: "bad"}, 422, "",
-			errcat.Public{Status: 422, Type: errcat.TypeInvalidRequest, Code: errcat.UpstreamBadRequest, Message: "bad"}},
+			errcat.Public{Status: 422, Type: errcat.TypeInvalidRequest, Code: errcat.UpstreamBadRequest, Message: "bad", DocURL: "/docs/errors#upstream_bad_request"}},
 		{&errcat.Error{Code: errcat.InternalError, Message: "secret", Cause: errors.New("secret")}, 500, "",
-			errcat.Public{Status: 500, Type: errcat.TypeAPI, Code: errcat.InternalError, Message: "Internal server error"}},
+			errcat.Public{Status: 500, Type: errcat.TypeAPI, Code: errcat.InternalError, Message: "Internal server error", DocURL: "/docs/errors#internal_error"}},
 		{&errcat.Error{Code: errcat.CloudConsentRequired, Extra: map[string]any{"required_consents": []string{"x"}}}, 409, "",
 			errcat.Public{Status: 409, Type: errcat.TypeConflict, Code: errcat.CloudConsentRequired, Message: "Cloud consent required",
-				Extra: map[string]any{"required_consents": []string{"x"}}}},
+				DocURL: "/docs/errors#cloud_consent_required", Extra: map[string]any{"required_consents": []string{"x"}}}},
 	}
 	for _, tc := range tests {
 		seen = nil
@@ -302,7 +302,7 @@ func TestWriteFormat(t *testing.T) {
 	// nil is the gateway's envelope.
 	rec := httptest.NewRecorder()
 	errcat.WriteFormat(rec, errcat.New(errcat.Forbidden, "", "no"), nil)
-	if want := `{"error":{"type":"permission_error","code":"forbidden","message":"no","param":null},"gw_code":"forbidden"}` + "\n"; rec.Body.String() != want {
+	if want := `{"error":{"type":"permission_error","code":"forbidden","message":"no","param":null,"doc_url":"/docs/errors#forbidden"},"gw_code":"forbidden"}` + "\n"; rec.Body.String() != want {
 		t.Errorf("WriteFormat(nil format) = %s, want %s", rec.Body, want)
 	}
 }

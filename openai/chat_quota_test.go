@@ -71,7 +71,7 @@ func TestChatCompletionsQuotaRequestsPerDay(t *testing.T) {
 	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", `,"stream":true`), acme, nil))
 	want := `{"error":{"type":"rate_limit_error","code":"model_quota_exhausted",` +
 		`"message":"The tenant's daily budget for this model is used up; it resets at midnight UTC (see Retry-After).",` +
-		`"param":null},"gw_code":"model_quota_exhausted"}`
+		`"param":null,"doc_url":"/docs/errors#model_quota_exhausted"},"gw_code":"model_quota_exhausted"}`
 	if w.Code != 429 {
 		t.Fatalf("third request = %d %s; want 429", w.Code, w.Body)
 	}
@@ -187,7 +187,7 @@ func TestChatCompletionsQuotaCloudB(t *testing.T) {
 	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-cloudB", `,"stream":true`), acme, nil))
 	want := `{"error":{"type":"rate_limit_error","code":"cloudB_daily_quota_exhausted",` +
 		`"message":"The daily quota of model lm-4-scout-cloudB is used up; retry with one of available_fallbacks as model, or after the reset at 00:00 UTC (see Retry-After).",` +
-		`"param":"model"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-4-scout-local"]}`
+		`"param":"model","doc_url":"/docs/errors#cloudB_daily_quota_exhausted"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-4-scout-local"]}`
 	if w.Code != 429 {
 		t.Fatalf("second = %d %s; want 429", w.Code, w.Body)
 	}

@@ -104,7 +104,7 @@ func TestErrorBodies(t *testing.T) {
 		return map[string]any{
 			"error": map[string]any{"type": "rate_limit_error", "code": "model_quota_exhausted",
 				"message": "The tenant's daily budget for this model is used up; it resets at midnight UTC (see Retry-After).",
-				"param":   nil},
+				"param":   nil, "doc_url": "/docs/errors#model_quota_exhausted"},
 			"gw_code": "model_quota_exhausted",
 		}
 	}
@@ -124,7 +124,7 @@ func TestErrorBodies(t *testing.T) {
 			noon.Add(11*time.Hour + 59*time.Minute + 30*time.Second),
 			map[string]any{
 				"error": map[string]any{"type": "rate_limit_error", "code": "cloudB_daily_quota_exhausted",
-					"message": cloudBMessage(pinned), "param": "model"},
+					"message": cloudBMessage(pinned), "param": "model", "doc_url": "/docs/errors#cloudB_daily_quota_exhausted"},
 				"gw_code":             "cloudB_daily_quota_exhausted",
 				"available_fallbacks": []any{"lm-4-scout-local"},
 			}, "30"},

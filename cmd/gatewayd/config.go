@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,18 +20,18 @@ import (
 type config struct {
 	Addr             string        `env:"ADDR, default=127.0.0.1:8080" help:"listen address"`
 	DataDir          string        `env:"DATA_DIR, default=./data" help:"directory of the bbolt file gateway.db"`
-	StoreURL         string        `env:"STORE_URL" help:"store: postgres://... (or postgresql://) for PostgreSQL, bolt:<path> for a bbolt file (relative to the data dir); unset: gateway.db in the data dir"`
+	StoreURL         string        `env:"STORE_URL" help:"store: postgres://... (or postgresql://) for PostgreSQL, bolt:<path> for a bbolt file (relative to the data dir); unset: gateway.db in the data dir" secret:"true"`
 	TokensFile       string        `env:"TOKENS_FILE" help:"token catalog file (required unless -dev)"`
 	ModelsFile       string        `env:"MODELS_FILE" help:"model catalog override (default: built-in)"`
 	AgentsDir        string        `env:"AGENTS_DIR" help:"directory of agent files"`
 	LocalURL         string        `env:"LOCAL_URL, default=http://127.0.0.1:11434/v1" help:"local OpenAI-compatible backend base URL; empty: unconfigured"`
-	LocalAPIKey      string        `env:"LOCAL_API_KEY" help:"bearer token sent to the local backend; empty: none"`
+	LocalAPIKey      string        `env:"LOCAL_API_KEY" help:"bearer token sent to the local backend; empty: none" secret:"true"`
 	CloudAURL        string        `env:"CLOUDA_URL" help:"cloud host A base URL (ending in /v1)"`
-	CloudAAPIKey     string        `env:"CLOUDA_API_KEY" help:"cloud host A API key"`
+	CloudAAPIKey     string        `env:"CLOUDA_API_KEY" help:"cloud host A API key" secret:"true"`
 	CloudBURL        string        `env:"CLOUDB_URL" help:"cloud host B base URL (ending in /v1)"`
-	CloudBAPIKey     string        `env:"CLOUDB_API_KEY" help:"cloud host B API key"`
+	CloudBAPIKey     string        `env:"CLOUDB_API_KEY" help:"cloud host B API key" secret:"true"`
 	RouterURL        string        `env:"ROUTER_URL" help:"external OpenAI-compatible model router; every model call goes there"`
-	RouterAPIKey     string        `env:"ROUTER_API_KEY" help:"bearer token sent to the router; empty: none"`
+	RouterAPIKey     string        `env:"ROUTER_API_KEY" help:"bearer token sent to the router; empty: none" secret:"true"`
 	RatePerSecond    float64       `env:"RATE_PER_SECOND, default=1" help:"per-token rate limit, requests per second"`
 	RateBurst        int           `env:"RATE_BURST, default=30" help:"per-token rate limit burst"`
 	RateFailOpen     bool          `env:"RATE_LIMIT_FAIL_OPEN, default=false" help:"let requests through without their rate limit while the store that keeps it (PostgreSQL) cannot be reached; false: 500 storage_error"`
@@ -48,16 +50,16 @@ type config struct {
 	MaxConnsPerIP    int           `env:"MAX_CONNS_PER_CLIENT, default=1024" help:"most connections open at once from one client IP address; 0: no cap (behind a proxy every client has its address)"`
 	GuardRules       string        `env:"GUARD_RULES" help:"content guard: rules file (JSON: per category, terms and RE2 patterns); SIGHUP reloads it"`
 	GuardModURL      string        `env:"GUARD_MODERATION_URL" help:"content guard: OpenAI-compatible moderation endpoint base URL (ending in /v1)"`
-	GuardModAPIKey   string        `env:"GUARD_MODERATION_API_KEY" help:"content guard: bearer token sent to the moderation endpoint; empty: none"`
+	GuardModAPIKey   string        `env:"GUARD_MODERATION_API_KEY" help:"content guard: bearer token sent to the moderation endpoint; empty: none" secret:"true"`
 	GuardModModel    string        `env:"GUARD_MODERATION_MODEL" help:"content guard: model of the moderation requests; empty: the endpoint's default"`
 	GuardLlamaURL    string        `env:"GUARD_LLAMA_GUARD_URL" help:"content guard: OpenAI-compatible chat endpoint base URL (ending in /v1) serving a Llama Guard model"`
-	GuardLlamaAPIKey string        `env:"GUARD_LLAMA_GUARD_API_KEY" help:"content guard: bearer token sent to the Llama Guard endpoint; empty: none"`
+	GuardLlamaAPIKey string        `env:"GUARD_LLAMA_GUARD_API_KEY" help:"content guard: bearer token sent to the Llama Guard endpoint; empty: none" secret:"true"`
 	GuardLlamaModel  string        `env:"GUARD_LLAMA_GUARD_MODEL" help:"content guard: model name of the Llama Guard requests; empty: omitted"`
 	GuardThreshold   float64       `env:"GUARD_THRESHOLD, default=0.5" help:"content guard: moderation score at or above which a category is flagged"`
 	GuardTimeout     time.Duration `env:"GUARD_TIMEOUT, default=2s" help:"content guard: most one classification may take; a block tenant's request then answers 503"`
 	MetricsAddr      string        `env:"METRICS_ADDR" help:"address of the Prometheus metrics listener, serving /metrics without a bearer; unset: no metrics"`
 	Dev              bool          `help:"development mode: an admin token kept in the data dir, demo backend when none answers"`
-	DevToken         string        `help:"with -dev: the dev token to use instead of the one kept in the data dir"`
+	DevToken         string        `help:"with -dev: the dev token to use instead of the one kept in the data dir" secret:"true"`
 	PrintModels      bool          `help:"print the effective model catalog (GATEWAY_MODELS_FILE's, or the built-in one) as a models file, and exit"`
 	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`
 }
@@ -65,19 +67,16 @@ type config struct {
 // loadConfig reads the environment through lookup, then the flags of args.
 func loadConfig(ctx context.Context, args []string, lookup func(string) (string, bool), out io.Writer) (*config, error) {
 	var c config
-	err := envconfig.ProcessWith(ctx, &envconfig.Config{
-		Target:   &c,
-		Lookuper: envconfig.PrefixLookuper("GATEWAY_", envconfig.LookuperFunc(lookup)),
-	})
-	if err != nil {
+	if err := loadEnv(ctx, &c, lookup); err != nil {
 		return nil, fmt.Errorf("environment: %w", err)
 	}
 	c.ShutdownTimeout = 30 * time.Second
 	fs := flag.NewFlagSet("gatewayd", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() { usage(fs) }
 	bindFlags(fs, &c)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, err // flag.ErrHelp for -h, -help and --help, once the usage is printed
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -85,8 +84,106 @@ func loadConfig(ctx context.Context, args []string, lookup func(string) (string,
 	return &c, nil
 }
 
+// loadEnv fills c from the GATEWAY_* variables through lookup. A value that
+// does not parse is reported by its variable's name (envValueError): the
+// name the operator wrote, where go-envconfig's error names the Go field
+// ("RatePerSecond: strconv.ParseFloat: ..."). go-envconfig's errors carry
+// no variable name, so loadEnv notes the last variable it looked up: it
+// reads a field's variable, then parses it, and stops at the first failure.
+func loadEnv(ctx context.Context, c *config, lookup func(string) (string, bool)) error {
+	var last string
+	noted := envconfig.LookuperFunc(func(key string) (string, bool) {
+		last = key
+		return lookup(key)
+	})
+	err := envconfig.ProcessWith(ctx, &envconfig.Config{
+		Target:   c,
+		Lookuper: envconfig.PrefixLookuper("GATEWAY_", noted),
+	})
+	if err == nil {
+		return nil
+	}
+	return renameEnvError(err, last, lookup)
+}
+
+// renameEnvError gives err, go-envconfig's failure while reading the
+// variable name, that variable's name. It checks that err is go-envconfig's
+// wrapping of a field's failure ("<Field>: <cause>", the field whose
+// variable is name) before saying so; any other err is returned as it is.
+func renameEnvError(err error, name string, lookup func(string) (string, bool)) error {
+	f, ok := fieldOfVar(name)
+	cause := errors.Unwrap(err)
+	if !ok || cause == nil || err.Error() != f.Name+": "+cause.Error() {
+		return err
+	}
+	value, _ := lookup(name)
+	return &envValueError{Var: name, Value: value, Want: expected(f.Type), Err: cause}
+}
+
+// fieldOfVar is the field of config read from the variable name
+// (GATEWAY_ and its env tag's name).
+func fieldOfVar(name string) (reflect.StructField, bool) {
+	t := reflect.TypeFor[config]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if env, _, _ := strings.Cut(f.Tag.Get("env"), ","); env != "" && "GATEWAY_"+env == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// expected says what a variable of type t must hold.
+func expected(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[time.Duration]():
+		return "a duration such as 30s, 5m or 1h30m"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		return "a whole number"
+	}
+	return "a " + t.String()
+}
+
+// envValueError is a GATEWAY_* variable whose value gatewayd cannot read:
+// its message names the variable, quotes the value and says what was
+// expected; Err is the parser's error (a *strconv.NumError, time's
+// duration error).
+type envValueError struct {
+	Var, Value, Want string
+	Err              error
+}
+
+func (e *envValueError) Error() string {
+	if errors.Is(e.Err, strconv.ErrRange) {
+		return fmt.Sprintf("%s: %q is out of range", e.Var, e.Value)
+	}
+	return fmt.Sprintf("%s: %q is not %s", e.Var, e.Value, e.Want)
+}
+
+func (e *envValueError) Unwrap() error { return e.Err }
+
+// usage prints what `gatewayd -h` shows: what gatewayd is, how flags and
+// variables relate, and every flag with its variable and default.
+func usage(fs *flag.FlagSet) {
+	fmt.Fprint(fs.Output(), `Usage: gatewayd [flags]
+
+gatewayd serves the chatgw gateway. Each flag may instead be set by the
+GATEWAY_* variable named after it; a flag wins over its variable. The
+defaults shown include the values the environment set.
+
+`)
+	fs.PrintDefaults()
+}
+
 // bindFlags defines one flag per field, named after the field's variable, with
-// the value read from the environment as its default.
+// the value read from the environment as its default. A field tagged
+// secret:"true" (keys, tokens, a store URL that may hold a password) shows
+// no default in the usage, so that `gatewayd -h` or a mistyped flag never
+// prints the value its variable holds.
 func bindFlags(fs *flag.FlagSet, c *config) {
 	v := reflect.ValueOf(c).Elem()
 	t := v.Type()
@@ -110,6 +207,9 @@ func bindFlags(fs *flag.FlagSet, c *config) {
 			fs.Float64Var(p, name, *p, help)
 		case *time.Duration:
 			fs.DurationVar(p, name, *p, help)
+		}
+		if f.Tag.Get("secret") == "true" {
+			fs.Lookup(name).DefValue = "" // the usage omits an empty default
 		}
 	}
 }

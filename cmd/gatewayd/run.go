@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,8 +25,13 @@ import (
 
 // run starts the gateway and serves until ctx is done, then shuts down cleanly:
 // in-flight requests finish (bounded by -shutdown-timeout) and the store is closed.
+// Asked for help (-h, -help, --help), it prints the usage on stderr and
+// returns nil: help that was asked for is not a failure.
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) error {
 	cfg, err := loadConfig(ctx, args, lookup, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

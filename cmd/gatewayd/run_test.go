@@ -264,3 +264,41 @@ func TestMetricsAddrTaken(t *testing.T) {
 		t.Fatalf("run = %v, want a refusal naming GATEWAY_METRICS_ADDR", err)
 	}
 }
+
+// TestHelp: -h, -help and --help print the usage and succeed (run returns
+// nil, so gatewayd exits 0), without the values of secret variables.
+func TestHelp(t *testing.T) {
+	env := envOf(map[string]string{
+		"GATEWAY_CLOUDA_API_KEY": "sk-secret-a",
+		"GATEWAY_STORE_URL":      "postgres://u:pw-secret@db/chatgw",
+		"GATEWAY_RATE_BURST":     "7",
+	})
+	for _, args := range [][]string{{"-h"}, {"-help"}, {"--help"}, {"-dev", "-h"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			if err := run(context.Background(), args, env, &out); err != nil {
+				t.Fatalf("run(%q) = %v, want nil", args, err)
+			}
+			got := out.String()
+			for _, want := range []string{"Usage: gatewayd [flags]", "-rate-per-second", "(GATEWAY_RATE_PER_SECOND)", "(default 7)"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("usage lacks %q:\n%s", want, got)
+				}
+			}
+			for _, secret := range []string{"sk-secret-a", "pw-secret"} {
+				if strings.Contains(got, secret) {
+					t.Errorf("usage shows the secret %q:\n%s", secret, got)
+				}
+			}
+		})
+	}
+}
+
+// TestBadFlag: a flag gatewayd does not have is an error, not help.
+func TestBadFlag(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-no-such-flag"}, envOf(nil), &out)
+	if err == nil || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Errorf("run(-no-such-flag) = %v, want an error naming the flag", err)
+	}
+}

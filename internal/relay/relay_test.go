@@ -196,7 +196,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 
 func TestStreamFailures(t *testing.T) {
 	first := "data: " + chunk(`{"index":0,"delta":{"content":"Hel"}}`) + "\n\n"
-	wantError := `event: gw.error` + "\n" + `data: {"error":{"type":"api_error","code":"upstream_error","message":"The upstream model failed while answering; the answer is incomplete.","param":null},"gw_code":"upstream_error"}`
+	wantError := `event: gw.error` + "\n" + `data: {"error":{"type":"api_error","code":"upstream_error","message":"The upstream model failed while answering; the answer is incomplete.","param":null,"doc_url":"/docs/errors#upstream_error"},"gw_code":"upstream_error"}`
 	tests := []struct {
 		name   string
 		stream io.Reader

@@ -108,18 +108,6 @@ func (s *SSE) Notice(n Notice) error {
 // Done sends data: [DONE], the end of a complete stream.
 func (s *SSE) Done() error { return s.Data("[DONE]") }
 
-type errorBody struct {
-	Type    errcat.Type `json:"type"`
-	Code    errcat.Code `json:"code"`
-	Message string      `json:"message"`
-	Param   *string     `json:"param"`
-}
-
-type errorEnvelope struct {
-	Error  errorBody   `json:"error"`
-	GWCode errcat.Code `json:"gw_code"`
-}
-
 // Error sends err as a gw.error event whose data is the error envelope
 // ({"error":{...},"gw_code":...}, as errcat writes it, without Extra fields). The
 // stream must end after it, without Done. Internal and storage errors never show
@@ -128,20 +116,13 @@ func (s *SSE) Error(err error) error {
 	return s.Event("gw.error", string(errorJSON(err)))
 }
 
-// errorJSON is the error envelope of err.
+// errorJSON is the error envelope of err: errcat's, so that an event says
+// what a JSON answer would (the same message rules, doc_url), without the
+// Extra fields, which belong to a JSON answer's top level.
 func errorJSON(err error) []byte {
-	e := errcat.As(err)
-	entry := errcat.Lookup(e.Code)
-	msg := e.Message
-	if msg == "" || e.Code == errcat.InternalError || e.Code == errcat.StorageError {
-		msg = entry.Title
-	}
-	body := errorBody{Type: entry.Type, Code: entry.Code, Message: msg}
-	if e.Param != "" {
-		body.Param = &e.Param
-	}
-	b, _ := json.Marshal(errorEnvelope{Error: body, GWCode: entry.Code})
-	return b
+	p, _ := errcat.PublicOf(err)
+	p.Extra = nil
+	return errcat.Envelope(p)
 }
 
 // begin sends the status and headers once; it reports whether writing may go on.

@@ -125,10 +125,16 @@ func (r *response) finish(output []item, finishReason string, u *usage, now int6
 	}
 }
 
+// serverError is the code of a failed response's error: not a code of the
+// gateway's catalog but one of the Responses API's own (ResponseErrorCode),
+// the one for a failure on the server's side; the error event after
+// response.failed carries the gateway's code.
+const serverError = "server_error"
+
 // fail marks r failed with message; its output is what arrived.
 func (r *response) fail(output []item, message string) {
 	r.Output, r.Status = output, "failed"
-	r.Error = &responseError{Code: "server_error", Message: message}
+	r.Error = &responseError{Code: serverError, Message: message}
 }
 
 // outputItems are the output items of an upstream answer's text and tool

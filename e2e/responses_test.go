@@ -238,7 +238,9 @@ func TestResponsesErrors(t *testing.T) {
 	t.Parallel()
 	g := start(t, nil)
 	ok := map[string]any{"model": "lm-4-scout-local", "input": "hi"}
-	with := func(k string, v any) map[string]any { return map[string]any{"model": "lm-4-scout-local", "input": "hi", k: v} }
+	with := func(k string, v any) map[string]any {
+		return map[string]any{"model": "lm-4-scout-local", "input": "hi", k: v}
+	}
 	wantErr(t, g.do(t, "POST", "/v1/responses", tokRestrict, "", ok, nil), 403, "permission_error", "forbidden", noParam, "DECISIONS 9.4: chat:write")
 	wantErr(t, g.do(t, "POST", "/v1/responses", "wrong-token", "", ok, nil), 401, "authentication_error", "invalid_authorization", "headers.authorization", "spec Authentication 4")
 	wantErr(t, g.do(t, "POST", "/v1/responses", tokMember, "", with("tools", []any{map[string]any{"type": "web_search"}}), nil),

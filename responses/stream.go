@@ -102,6 +102,17 @@ type (
 		Code    errcat.Code `json:"code"`
 		Message string      `json:"message"`
 		Param   *string     `json:"param"`
+		Error   errorObject `json:"error"`
+	}
+	// errorObject is the error event's error, the gateway's envelope's
+	// error: with it the openai npm client raises an APIError at the event
+	// (it raises one for any event whose data has an error member), and the
+	// Vercel AI SDK reads it as its nested error chunk.
+	errorObject struct {
+		Type    errcat.Type `json:"type"`
+		Code    errcat.Code `json:"code"`
+		Message string      `json:"message"`
+		Param   *string     `json:"param"`
 	}
 	noticeEvent struct {
 		head
@@ -299,16 +310,18 @@ func (e *encoder) done(evs []relay.Event, i int, it item) []relay.Event {
 
 // Error ends a stream cut after it started: response.failed, the response
 // with status failed, its error server_error and the output that arrived,
-// then the error event with the gateway's code, which clients raise.
+// then the error event with the gateway's code, message and param, at its
+// top level (OpenAI's error event) and in its error member, which clients
+// raise.
 func (e *encoder) Error(evs []relay.Event, err *errcat.Error) []relay.Event {
 	evs = e.start(evs)
 	p, _ := errcat.PublicOf(err)
 	e.resp.fail(e.output("incomplete"), p.Message)
 	fe := responseEvent{Response: e.resp}
 	evs = e.emit(evs, "response.failed", &fe, &fe.head)
-	ee := errorEvent{Code: p.Code, Message: p.Message}
+	ee := errorEvent{Code: p.Code, Message: p.Message, Error: errorObject{Type: p.Type, Code: p.Code, Message: p.Message}}
 	if p.Param != "" {
-		ee.Param = &p.Param
+		ee.Param, ee.Error.Param = &p.Param, &p.Param
 	}
 	return e.emit(evs, "error", &ee, &ee.head)
 }

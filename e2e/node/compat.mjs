@@ -1,6 +1,7 @@
-// compat.mjs: the official openai and @anthropic-ai/sdk npm clients, and the
-// Vercel AI SDK's default OpenAI provider (ai + @ai-sdk/openai), against a
-// running gatewayd.
+// compat.mjs: the official openai and @anthropic-ai/sdk npm clients, the
+// Vercel AI SDK's default OpenAI provider (ai + @ai-sdk/openai), LangChain's
+// ChatOpenAI (@langchain/openai) and the OpenAI Agents SDK (@openai/agents),
+// against a running gatewayd.
 //
 // Environment:
 //   GW_BASE_URL     the gateway's OpenAI base URL, such as http://127.0.0.1:8080/v1
@@ -20,6 +21,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { generateText, streamText, tool, stepCountIs } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { z } from 'zod';
+import { ChatOpenAI } from '@langchain/openai';
+import { Agent, run, tool as agentTool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } from '@openai/agents';
 
 const baseURL = process.env.GW_BASE_URL;
 const apiKey = process.env.GW_TOKEN;
@@ -404,6 +407,83 @@ if (cutModel) {
     let text = '';
     for await (const d of result.textStream) text += d;
     assert(errors.length > 0, `no error surfaced (text ${JSON.stringify(text)})`);
+  });
+}
+
+// ---- LangChain's ChatOpenAI: chat completions by default, /v1/responses with useResponsesApi ----
+
+// paths records the paths the clients below call, so that a check knows
+// which API it drove.
+const paths = [];
+const recordingFetch = (url, init) => {
+  paths.push(new URL(String(url)).pathname);
+  return fetch(url, init);
+};
+const calledOnly = (n, path) => paths.length > n && paths.slice(n).every((p) => p.endsWith(path));
+
+for (const useResponsesApi of [false, true]) {
+  const api = useResponsesApi ? 'useResponsesApi' : 'chat completions';
+  const lc = (model) => new ChatOpenAI({ model, apiKey, configuration: { baseURL, fetch: recordingFetch }, useResponsesApi, maxRetries: 0 });
+  const path = useResponsesApi ? '/responses' : '/chat/completions';
+
+  await check(`langchain ChatOpenAI invoke and stream (${api})`, async () => {
+    const n = paths.length;
+    const msg = await lc('lm-4-scout').invoke('Say hello');
+    assert(typeof msg.content === 'string' ? msg.content.length > 0 : msg.text.length > 0, `message ${JSON.stringify(msg)}`);
+    let text = '';
+    for await (const chunk of await lc('lm-4-scout').stream('Say hello')) text += chunk.text;
+    assert(text.length > 0, `streamed ${JSON.stringify(text)}`);
+    assert(calledOnly(n, path), `called ${paths.slice(n)}, want ${path}`);
+  });
+
+  if (toolModel) {
+    await check(`langchain ChatOpenAI tool call over two turns (${api})`, async () => {
+      const model = lc(toolModel).bindTools([
+        { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+      ]);
+      const history = [{ role: 'user', content: 'Weather in Paris?' }];
+      const first = await model.invoke(history);
+      const call = first.tool_calls?.[0];
+      assert(call && call.name === 'get_weather' && call.args.city === 'Paris', `first turn ${JSON.stringify(first)}`);
+      history.push(first, { role: 'tool', tool_call_id: call.id, content: 'sunny, 24°C' });
+      const second = await model.invoke(history);
+      assert(second.text.length > 0, `second turn ${JSON.stringify(second)}`);
+    });
+  }
+}
+
+// ---- the OpenAI Agents SDK: its default model is the Responses API ----
+
+setTracingDisabled(true); // its traces would go to OpenAI's servers
+setDefaultOpenAIClient(new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20000, fetch: recordingFetch }));
+setOpenAIAPI('responses');
+
+await check('agents run (default Responses model)', async () => {
+  const n = paths.length;
+  const agent = new Agent({ name: 'Greeter', instructions: 'Be brief.', model: 'lm-4-scout' });
+  const result = await run(agent, 'Say hello');
+  assert(calledOnly(n, '/responses'), `called ${paths.slice(n)}, want /responses`);
+  assert(typeof result.finalOutput === 'string' && result.finalOutput.length > 0, `finalOutput ${JSON.stringify(result.finalOutput)}`);
+  const streamed = await run(agent, 'Say hello', { stream: true });
+  let text = '';
+  for await (const chunk of streamed.toTextStream()) text += chunk;
+  await streamed.completed;
+  assert(text.length > 0 && streamed.finalOutput === text, `streamed ${JSON.stringify(text)} vs ${JSON.stringify(streamed.finalOutput)}`);
+});
+
+if (toolModel) {
+  await check('agents run with a function tool over two turns', async () => {
+    const getWeather = agentTool({
+      name: 'get_weather',
+      description: 'Weather of a city',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => `sunny in ${city}`,
+    });
+    const agent = new Agent({ name: 'Weather', instructions: 'Use the tool.', model: toolModel, tools: [getWeather] });
+    const result = await run(agent, 'Weather in Paris?');
+    const calls = result.newItems.filter((it) => it.type === 'tool_call_item');
+    assert(calls.length === 1 && JSON.parse(calls[0].rawItem.arguments).city === 'Paris', `items ${JSON.stringify(result.newItems.map((it) => it.type))}`);
+    assert(typeof result.finalOutput === 'string' && result.finalOutput.length > 0, `finalOutput ${JSON.stringify(result.finalOutput)}`);
   });
 }
 

@@ -78,6 +78,7 @@ func TestCreateErrors(t *testing.T) {
 		{"function_call without call_id", items(`{"type":"function_call","name":"f","arguments":"{}"}`), testkit.WantError(errcat.MissingField, "input[0].call_id")},
 		{"function_call arguments", items(`{"type":"function_call","call_id":"c","name":"f","arguments":"{not json"}`), testkit.WantError(errcat.ToolCallArgumentsInvalid, "input[].arguments")},
 		{"function_call_output image", items(`{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"x"}]}`), testkit.WantError(errcat.InvalidField, "input[0].output[0].type")},
+		{"item id too long", items(`{"role":"user","content":"x","id":"` + strings.Repeat("m", 129) + `"}`), testkit.WantError(errcat.InvalidField, "input[0].id")},
 		{"unknown item_reference", items(`{"type":"item_reference","id":"msg_nope"}`), testkit.WantError(errcat.ResponseNotFound, "input[0].id")},
 		{"unknown previous_response_id", req(`,"previous_response_id":"resp_nope"`), testkit.WantError(errcat.ResponseNotFound, "previous_response_id")},
 		{"context window", `{"model":"lm-text","input":"` + strings.Repeat("word ", 100) + `"}`, testkit.WantError(errcat.ContextWindowExceeded, "input")},

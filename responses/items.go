@@ -114,6 +114,11 @@ func decodeItem(at string, in inItem) (item, error) {
 	if typ == "" && in.Role != "" {
 		typ = "message" // an "easy" input message
 	}
+	if len(in.ID) > maxIDLen {
+		// An id is a key of the item index: one that long could not be
+		// stored, nor found.
+		return item{}, errcat.Newf(errcat.InvalidField, at+".id", "%s.id holds at most %d bytes.", at, maxIDLen)
+	}
 	it := item{ID: in.ID, Type: typ, Status: "completed"}
 	switch typ {
 	case "message":

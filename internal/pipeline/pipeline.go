@@ -1,13 +1,14 @@
 // Package pipeline is the one pipeline of the gateway's stateless chat
 // endpoints, whatever API their clients speak: POST /v1/chat/completions
-// (OpenAI Chat Completions) and POST /v1/messages (Anthropic's Messages API),
-// and the next client API after them. "The local backend and the cloud hosts
-// stay OpenAI Chat-Completions backends: the gateway translates at its edge,
-// and every rule of the spec applies to these routes exactly as to
-// /v1/chat/completions" (issue 17): a family decodes its client's request
-// into a chat-completions body and encodes the answer (relay.Encoder); what
-// lies between is this package, the same steps in the same order for every
-// one of them:
+// (OpenAI Chat Completions), POST /v1/messages (Anthropic's Messages API) and
+// POST /v1/responses (OpenAI's Responses API, which stores its answers in
+// Answer.Commit), and the next client API after them. "The local backend
+// and the cloud hosts stay OpenAI Chat-Completions backends: the gateway
+// translates at its edge, and every rule of the spec applies to these routes
+// exactly as to /v1/chat/completions" (issue 17): a family decodes its
+// client's request into a chat-completions body and encodes the answer
+// (relay.Encoder); what lies between is this package, the same steps in the
+// same order for every one of them:
 //
 //  1. Check: the pre-flight checks and rewrites (internal/preflight): the
 //     model allowlist, max_tokens flooring, images, the memory and

@@ -36,6 +36,11 @@ func (s *Service) Create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp := newResponse(q, s.newID("resp"), q.chat.Model, s.clock.Now().Unix())
+	if n := int32(pf.FlooredMaxTokens); n > 0 {
+		// "silently raised to this value": the response says the cap applied,
+		// as gw-applied does.
+		resp.MaxOutputTokens = &n
+	}
 	enc := newEncoder(resp, s.newID, func() int64 { return s.clock.Now().Unix() }, s.maxBytes)
 	a := pipeline.Answer{Encoder: enc}
 	if q.store {

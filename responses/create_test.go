@@ -122,8 +122,8 @@ func TestInjection(t *testing.T) {
 }
 
 // TestJSONNoticeAndApplied: a JSON answer carries its notices in GW-Notice
-// and a floored max_output_tokens in gw-applied; the response names the
-// alias asked for, never the backend's model.
+// and a floored max_output_tokens in gw-applied and in the response; the
+// response names the alias asked for, never the backend's model.
 func TestJSONNoticeAndApplied(t *testing.T) {
 	e := newEnv(t)
 	e.up.answers = append(e.up.answers, func() (*upstream.Response, error) {
@@ -140,8 +140,8 @@ func TestJSONNoticeAndApplied(t *testing.T) {
 		MaxOutputTokens int    `json:"max_output_tokens"`
 	}
 	json.Unmarshal(w.Body.Bytes(), &r)
-	if r.Model != "lm-reason" {
-		t.Errorf("model %q, want the alias asked for", r.Model)
+	if r.Model != "lm-reason" || r.MaxOutputTokens != 200 {
+		t.Errorf("model %q, max_output_tokens %d; want the alias asked for and the floored cap", r.Model, r.MaxOutputTokens)
 	}
 }
 

@@ -2,6 +2,7 @@ package responses_test
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,6 +106,29 @@ func TestSchemasCatchMistakes(t *testing.T) {
 		}
 		if openaiSchema(t, tc.name).Validate(inst) == nil {
 			t.Errorf("%s validates as %s, want an error", tc.data, tc.name)
+		}
+	}
+}
+
+// TestGoldenFilesValidate: the golden answers as checked in (responses,
+// streams, item lists) validate against OpenAI's schemas, whoever refreshed
+// them last.
+func TestGoldenFilesValidate(t *testing.T) {
+	for pattern, schema := range map[string]string{"answer_*.golden": "Response", "stream_*.golden": "", "input_items.golden": "ResponseItemList"} {
+		files, err := filepath.Glob(filepath.Join("testdata", pattern))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no golden files %s: %v", pattern, err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if schema == "" {
+				validateStream(t, string(b))
+				continue
+			}
+			validate(t, schema, string(b))
 		}
 	}
 }

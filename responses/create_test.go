@@ -88,7 +88,7 @@ func TestCreateErrors(t *testing.T) {
 			e := newEnv(t)
 			w := e.serve(t, call{body: tt.body})
 			testkit.CheckError(t, w, tt.want)
-			if n := e.up.calls(); n != 0 {
+			if n := e.up.Calls(); n != 0 {
 				t.Errorf("%d upstream calls, want none", n)
 			}
 		})
@@ -110,12 +110,12 @@ func TestInjection(t *testing.T) {
 	var sent struct {
 		Messages []struct{ Role, Content string } `json:"messages"`
 	}
-	json.Unmarshal([]byte(e.up.last(t)), &sent)
+	json.Unmarshal([]byte(e.up.Last(t)), &sent)
 	if len(sent.Messages) != 3 || sent.Messages[0].Content != "Memory: likes tea." || sent.Messages[1].Content != "Be brief." {
 		t.Errorf("messages sent %+v, want the injected system message, then the instructions", sent.Messages)
 	}
 	e.serve(t, call{body: body})
-	json.Unmarshal([]byte(e.up.last(t)), &sent)
+	json.Unmarshal([]byte(e.up.Last(t)), &sent)
 	if len(sent.Messages) != 2 || len(users) != 1 || users[0] != "acme/u1" {
 		t.Errorf("without GW-User-Id: messages %+v, injections %q; want none", sent.Messages, users)
 	}
@@ -126,7 +126,7 @@ func TestInjection(t *testing.T) {
 // response names the alias asked for, never the backend's model.
 func TestJSONNoticeAndApplied(t *testing.T) {
 	e := newEnv(t)
-	e.up.answers = append(e.up.answers, func() (*upstream.Response, error) {
+	e.up.Add(func() (*upstream.Response, error) {
 		resp := testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":"hi"}`, "stop"))
 		resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-cloudA"
 		return resp, nil
@@ -149,7 +149,7 @@ func TestJSONNoticeAndApplied(t *testing.T) {
 // gateway's envelope with its code.
 func TestUpstreamErrors(t *testing.T) {
 	e := newEnv(t)
-	e.up.answers = append(e.up.answers, func() (*upstream.Response, error) {
+	e.up.Add(func() (*upstream.Response, error) {
 		return nil, errcat.New(errcat.UpstreamUnavailable, "", "No backend could be reached.")
 	})
 	w := e.serve(t, call{body: `{"model":"lm-4-scout","input":"hi"}`})

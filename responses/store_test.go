@@ -29,10 +29,9 @@ func outputIDs(r map[string]any) []string {
 // input_items its own input items only.
 func TestPreviousResponseChain(t *testing.T) {
 	e := newEnv(t)
-	e.up.answers = append(e.up.answers,
-		jsonAnswer(testkit.Completion(`{"role":"assistant","content":"Paris."}`, "stop")),
-		jsonAnswer(testkit.Completion(`{"role":"assistant","content":"About 2 million."}`, "stop")),
-		jsonAnswer(testkit.Completion(`{"role":"assistant","content":"Yes."}`, "stop")))
+	e.up.Add(testkit.JSON(testkit.Completion(`{"role":"assistant","content":"Paris."}`, "stop")),
+		testkit.JSON(testkit.Completion(`{"role":"assistant","content":"About 2 million."}`, "stop")),
+		testkit.JSON(testkit.Completion(`{"role":"assistant","content":"Yes."}`, "stop")))
 	r1 := e.create(t, call{body: `{"model":"lm-4-scout","instructions":"Be brief.","input":"Capital of France?"}`})
 	r2 := e.create(t, call{body: `{"model":"lm-4-scout","instructions":"Answer in English.","previous_response_id":"` + r1["id"].(string) + `",
 		"input":[{"role":"user","content":"Population?"}]}`})
@@ -40,7 +39,7 @@ func TestPreviousResponseChain(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("third turn: %d %s", w.Code, w.Body)
 	}
-	testkit.Golden(t, "chain_upstream.golden", e.up.last(t), *update)
+	testkit.Golden(t, "chain_upstream.golden", e.up.Last(t), *update)
 
 	got := e.serve(t, call{method: "GET", path: "/v1/responses/" + r2["id"].(string)})
 	var stored map[string]any
@@ -62,7 +61,7 @@ func TestPreviousResponseChain(t *testing.T) {
 // response.completed carried it.
 func TestStreamedResponseStored(t *testing.T) {
 	e := newEnv(t)
-	e.up.answers = append(e.up.answers, sseAnswer(chunks(testkit.Chunk(`{"content":"Hel"}`, ""), testkit.Chunk(`{"content":"lo"}`, "stop"))))
+	e.up.Add(testkit.Stream(testkit.Transcript(testkit.Chunk(`{"content":"Hel"}`, ""), testkit.Chunk(`{"content":"lo"}`, "stop"))))
 	w := e.serve(t, call{body: `{"model":"lm-4-scout","input":"hi","stream":true}`})
 	evs := validateStream(t, w.Body.String())
 	var done struct {
@@ -86,9 +85,8 @@ func TestStreamedResponseStored(t *testing.T) {
 // message as chat completions has them.
 func TestItemReferenceToolRoundTrip(t *testing.T) {
 	e := newEnv(t)
-	e.up.answers = append(e.up.answers,
-		jsonAnswer(testkit.Completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_w1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`, "tool_calls")),
-		jsonAnswer(testkit.Completion(`{"role":"assistant","content":"It is sunny in Paris."}`, "stop")))
+	e.up.Add(testkit.JSON(testkit.Completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_w1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]}`, "tool_calls")),
+		testkit.JSON(testkit.Completion(`{"role":"assistant","content":"It is sunny in Paris."}`, "stop")))
 	tools := `"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}},"strict":false}]`
 	r1 := e.create(t, call{body: `{"model":"lm-4-scout","input":[{"role":"user","content":[{"type":"input_text","text":"Weather in Paris?"}]}],` + tools + `}`})
 	out := r1["output"].([]any)
@@ -104,7 +102,7 @@ func TestItemReferenceToolRoundTrip(t *testing.T) {
 	second := `{"model":"lm-4-scout","input":[{"type":"item_reference","id":"` + list.Data[0].ID + `"},{"type":"item_reference","id":"` + call1["id"].(string) + `"},` +
 		`{"type":"function_call_output","call_id":"call_w1","output":"{\"sky\":\"sunny\"}"}],` + tools + `}`
 	r2 := e.create(t, call{body: second})
-	testkit.Golden(t, "item_reference_upstream.golden", e.up.last(t), *update)
+	testkit.Golden(t, "item_reference_upstream.golden", e.up.Last(t), *update)
 	if text := r2["output"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]; text != "It is sunny in Paris." {
 		t.Errorf("second turn text %v", text)
 	}
@@ -159,7 +157,7 @@ func TestDelete(t *testing.T) {
 	var sent struct {
 		Messages []struct{ Content string } `json:"messages"`
 	}
-	json.Unmarshal([]byte(e.up.last(t)), &sent)
+	json.Unmarshal([]byte(e.up.Last(t)), &sent)
 	if len(sent.Messages) != 3 || sent.Messages[0].Content != "second" {
 		t.Errorf("messages after the deletion %+v, want second, its answer, third", sent.Messages)
 	}
@@ -236,8 +234,8 @@ func TestStoreFalse(t *testing.T) {
 	if r["store"] != false {
 		t.Errorf("store %v, want false", r["store"])
 	}
-	e.up.answers = append(e.up.answers, jsonAnswer(testkit.Completion(`{"role":"assistant","content":"Hi"}`, "stop")),
-		sseAnswer(chunks(testkit.Chunk(`{"content":"Hi"}`, "stop"))))
+	e.up.Add(testkit.JSON(testkit.Completion(`{"role":"assistant","content":"Hi"}`, "stop")),
+		testkit.Stream(testkit.Transcript(testkit.Chunk(`{"content":"Hi"}`, "stop"))))
 	w := e.serve(t, call{body: `{"model":"lm-4-scout","input":"hi","store":false,"stream":true}`})
 	validateStream(t, w.Body.String())
 	if n := countKeys(t, e.st); n != 0 {
@@ -254,7 +252,7 @@ func TestStoreFailure(t *testing.T) {
 	e.st.fail.Store(true)
 	w := e.serve(t, call{body: `{"model":"lm-4-scout","input":"hi"}`})
 	testkit.CheckError(t, w, testkit.WantError(errcat.StorageError, ""))
-	e.up.answers = append(e.up.answers, sseAnswer(chunks(testkit.Chunk(`{"content":"Hi"}`, "stop"))))
+	e.up.Add(testkit.Stream(testkit.Transcript(testkit.Chunk(`{"content":"Hi"}`, "stop"))))
 	w = e.serve(t, call{body: `{"model":"lm-4-scout","input":"hi","stream":true}`})
 	evs := validateStream(t, w.Body.String())
 	if n := len(evs); n < 2 || evs[n-2].Type != "response.failed" || evs[n-1].Type != "error" || !strings.Contains(evs[n-1].Data, `"code":"storage_error"`) {

@@ -58,7 +58,7 @@ func TestRequestTranslation(t *testing.T) {
 			if w.Code != http.StatusOK {
 				t.Fatalf("status %d: %s", w.Code, w.Body)
 			}
-			testkit.Golden(t, "request_"+tt.name+".golden", e.up.last(t), *update)
+			testkit.Golden(t, "request_"+tt.name+".golden", e.up.Last(t), *update)
 			if !strings.Contains(tt.body, `"stream":true`) {
 				validate(t, "Response", w.Body.String())
 			}
@@ -89,7 +89,7 @@ func TestAnswerTranslation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.up.answers = append(e.up.answers, jsonAnswer(tt.upstream))
+			e.up.Add(testkit.JSON(tt.upstream))
 			w := e.serve(t, call{body: req})
 			if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
 				t.Fatalf("status %d, Content-Type %q: %s", w.Code, w.Header().Get("Content-Type"), w.Body)
@@ -119,33 +119,33 @@ func TestStreamTranslation(t *testing.T) {
 		fallback       bool
 		end            string // the type of the last event
 	}{
-		{"text", chunks(delta(`{"role":"assistant","content":""}`, "null"), delta(`{"content":"Hello"}`, "null"), "not a chunk",
+		{"text", testkit.Transcript(delta(`{"role":"assistant","content":""}`, "null"), delta(`{"content":"Hello"}`, "null"), "not a chunk",
 			delta(`{"content":", world."}`, "null"), delta(`{}`, `"stop"`), usage), false, "response.completed"},
-		{"tools", "event: vendor\ndata: {}\n\n: comment\n\n" + chunks(delta(`{"role":"assistant","content":"Let me check."}`, "null"),
+		{"tools", "event: vendor\ndata: {}\n\n: comment\n\n" + testkit.Transcript(delta(`{"role":"assistant","content":"Let me check."}`, "null"),
 			delta(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\"city\":"}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":1,"function":{"arguments":"\"Rome\"}"}}]}`, "null"),
 			delta(`{}`, `"tool_calls"`), usage), false, "response.completed"},
-		{"length_no_usage", chunks(delta(`{"content":"Once upon a"}`, "null"), delta(`{}`, `"length"`)), false, "response.incomplete"},
-		{"empty", chunks(), false, "response.completed"},
-		{"fallback_notice", chunks(delta(`{"content":"Hi"}`, `"stop"`), usage), true, "response.completed"},
+		{"length_no_usage", testkit.Transcript(delta(`{"content":"Once upon a"}`, "null"), delta(`{}`, `"length"`)), false, "response.incomplete"},
+		{"empty", testkit.Transcript(), false, "response.completed"},
+		{"fallback_notice", testkit.Transcript(delta(`{"content":"Hi"}`, `"stop"`), usage), true, "response.completed"},
 		{"cut", "data: " + delta(`{"role":"assistant","content":"Hel"}`, "null") + "\n\n", false, "error"},
-		{"upstream_error_event", chunks(delta(`{"content":"Hel"}`, "null"), `{"error":{"message":"backend exploded"}}`), false, "error"},
+		{"upstream_error_event", testkit.Transcript(delta(`{"content":"Hel"}`, "null"), `{"error":{"message":"backend exploded"}}`), false, "error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			answer := sseAnswer(tt.upstream)
+			answer := testkit.Stream(tt.upstream)
 			if tt.fallback {
 				answer = func() (*upstream.Response, error) {
-					resp, err := sseAnswer(tt.upstream)()
+					resp, err := testkit.Stream(tt.upstream)()
 					resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-cloudA"
 					return resp, err
 				}
 			}
-			e.up.answers = append(e.up.answers, answer)
+			e.up.Add(answer)
 			w := e.serve(t, call{body: req})
 			if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "text/event-stream" {
 				t.Fatalf("status %d, Content-Type %q: %s", w.Code, w.Header().Get("Content-Type"), w.Body)

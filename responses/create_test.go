@@ -75,6 +75,8 @@ func TestCreateErrors(t *testing.T) {
 		{"bad base64", parts(`{"type":"input_image","image_url":"data:image/png;base64,%%%%"}`), testkit.WantError(errcat.ImageBase64Invalid, "input[].content[].image_url")},
 		{"image to a text model", strings.Replace(parts(`{"type":"input_image","image_url":"data:image/png;base64,`+onePixelPNG+`"}`), "lm-4-scout", "lm-text", 1),
 			testkit.WantError(errcat.ModelNotVisionCapable, "input[].content[].image_url")},
+		{"message without content", items(`{"role":"user","content":null}`), testkit.WantError(errcat.MissingField, "input[0].content")},
+		{"function_call_output without output", items(`{"type":"function_call_output","call_id":"c"}`), testkit.WantError(errcat.MissingField, "input[0].output")},
 		{"function_call without call_id", items(`{"type":"function_call","name":"f","arguments":"{}"}`), testkit.WantError(errcat.MissingField, "input[0].call_id")},
 		{"function_call arguments", items(`{"type":"function_call","call_id":"c","name":"f","arguments":"{not json"}`), testkit.WantError(errcat.ToolCallArgumentsInvalid, "input[].arguments")},
 		{"function_call_output image", items(`{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"x"}]}`), testkit.WantError(errcat.InvalidField, "input[0].output[0].type")},

@@ -168,6 +168,9 @@ func decodeMessage(at string, in inItem, it item) (item, error) {
 		return item{}, errcat.Newf(errcat.InvalidField, at+".role", "%s.role must be user, system, developer or assistant.", at)
 	}
 	it.Role = in.Role
+	if wire.IsNull(in.Content) {
+		return item{}, errcat.Newf(errcat.MissingField, at+".content", "%s.content is required.", at)
+	}
 	var s string
 	if json.Unmarshal(in.Content, &s) == nil {
 		if in.Role == "assistant" {
@@ -245,12 +248,15 @@ func imagePart(at string, p inPart) (part, error) {
 // callOutput reads a function_call_output's output: a string, or an array of
 // input_text parts, joined.
 func callOutput(at string, raw json.RawMessage) (string, error) {
+	if wire.IsNull(raw) {
+		return "", errcat.Newf(errcat.MissingField, at, "%s is required.", at)
+	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
 	var parts []inPart
-	if wire.IsNull(raw) || json.Unmarshal(raw, &parts) != nil {
+	if json.Unmarshal(raw, &parts) != nil {
 		return "", errcat.Newf(errcat.InvalidField, at, "%s must be a string or an array of input_text parts.", at)
 	}
 	var b strings.Builder

@@ -133,7 +133,7 @@ const serverError = "server_error"
 
 // fail marks r failed with message; its output is what arrived.
 func (r *response) fail(output []item, message string) {
-	r.Output, r.Status = output, "failed"
+	r.Output, r.Status, r.CompletedAt, r.IncompleteDetails = output, "failed", nil, nil
 	r.Error = &responseError{Code: serverError, Message: message}
 }
 

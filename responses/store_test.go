@@ -255,8 +255,9 @@ func TestStoreFailure(t *testing.T) {
 	e.up.Add(testkit.Stream(testkit.Transcript(testkit.Chunk(`{"content":"Hi"}`, "stop"))))
 	w = e.serve(t, call{body: `{"model":"lm-4-scout","input":"hi","stream":true}`})
 	evs := validateStream(t, w.Body.String())
-	if n := len(evs); n < 2 || evs[n-2].Type != "response.failed" || evs[n-1].Type != "error" || !strings.Contains(evs[n-1].Data, `"code":"storage_error"`) {
-		t.Errorf("stream %s: want response.failed, then error storage_error", w.Body)
+	if n := len(evs); n < 2 || evs[n-2].Type != "response.failed" || evs[n-1].Type != "error" || !strings.Contains(evs[n-1].Data, `"code":"storage_error"`) ||
+		!strings.Contains(evs[n-2].Data, `"status":"failed","completed_at":null`) {
+		t.Errorf("stream %s: want response.failed (not completed), then error storage_error", w.Body)
 	}
 	e.st.fail.Store(false)
 	if n := countKeys(t, e.st); n != 0 {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
@@ -27,11 +28,27 @@ func targetOf(r *http.Request) (target, error) {
 	return target{owner: owner{tenant: c.Tenant.ID, user: c.User}, id: httpx.Param(r, "id")}, nil
 }
 
+// getTargetOf is targetOf for GET /v1/responses/{id}, whose stream and
+// include parameters ask for what the gateway does not have: streaming a
+// response again is for OpenAI's background responses, and it stores
+// nothing to include.
+func getTargetOf(r *http.Request) (target, error) {
+	v := r.URL.Query()
+	for _, name := range []string{"stream", "starting_after", "include", "include[]"} {
+		if v.Has(name) && !(name == "stream" && v.Get(name) == "false") {
+			return target{}, errcat.Newf(errcat.InvalidField, "query."+strings.TrimSuffix(name, "[]"),
+				"%s is not supported: the gateway answers a stored response as JSON only (it has no background responses to stream again) and stores nothing to include.",
+				strings.TrimSuffix(name, "[]"))
+		}
+	}
+	return targetOf(r)
+}
+
 // Get serves GET /v1/responses/{id}: the stored response object as it was
 // answered, or 404 response_not_found (unknown, deleted, another tenant's or
-// user's).
+// user's). stream, starting_after and include answer 400.
 func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
-	httpx.Handle(w, r, targetOf, func(ctx context.Context, t target) (json.RawMessage, error) {
+	httpx.Handle(w, r, getTargetOf, func(ctx context.Context, t target) (json.RawMessage, error) {
 		rec, err := s.get(ctx, t.owner, t.id)
 		if err != nil {
 			return nil, err

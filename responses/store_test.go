@@ -134,6 +134,12 @@ func TestScoping(t *testing.T) {
 	}
 	testkit.CheckError(t, e.serve(t, call{method: "GET", path: "/v1/responses/" + strings.Repeat("x", 300), user: "u1"}),
 		testkit.WantError(errcat.ResponseNotFound, "response_id"))
+	for _, q := range []struct{ query, param string }{{"?stream=true", "query.stream"}, {"?starting_after=3", "query.starting_after"}, {"?include[]=x", "query.include"}} {
+		testkit.CheckError(t, e.serve(t, call{method: "GET", path: "/v1/responses/" + id + q.query, user: "u1"}), testkit.WantError(errcat.InvalidField, q.param))
+	}
+	if w := e.serve(t, call{method: "GET", path: "/v1/responses/" + id + "?stream=false", user: "u1"}); w.Code != http.StatusOK {
+		t.Errorf("GET ?stream=false: %d %s", w.Code, w.Body)
+	}
 }
 
 // TestDelete: DELETE answers OpenAI's deletion object; the response and its

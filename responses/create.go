@@ -32,7 +32,7 @@ func (s *Service) Create(w http.ResponseWriter, r *http.Request) {
 	}
 	pf, err := s.chat.Check(r, p, body)
 	if err != nil {
-		httpx.WriteError(w, r, clientError(err))
+		httpx.WriteError(w, r, pipeline.ClientError(err, clientParams))
 		return
 	}
 	resp := newResponse(q, s.newID("resp"), q.chat.Model, s.clock.Now().Unix())
@@ -100,22 +100,12 @@ func (s *Service) giveIDs(in []item) []item {
 
 // clientParams are the params of the pre-flight checks (named for the
 // chat-completions request) renamed for the Responses API request the client
-// sent; the others are the same in both (model, temperature, stream).
+// sent (pipeline.ClientError); the others are the same in both (model,
+// temperature, stream).
 var clientParams = map[string]string{
 	"messages":                                   "input",
 	"messages[].content[].image_url.url":         "input[].content[].image_url",
 	"messages[].content[].image_url":             "input[].content[].image_url",
 	"messages[].tool_calls[].function.arguments": "input[].arguments",
 	"max_tokens":                                 "max_output_tokens",
-}
-
-// clientError renames the param of a pre-flight error for the client.
-func clientError(err error) error {
-	e := errcat.As(err)
-	if p, ok := clientParams[e.Param]; ok {
-		renamed := *e
-		renamed.Param = p
-		return &renamed
-	}
-	return err
 }

@@ -3,10 +3,10 @@ package responses
 import (
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/wire"
 )
@@ -57,7 +57,7 @@ func decodeRequest(body []byte) (*request, error) {
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body must be one JSON object.", Cause: err}
 	}
-	if err := checkMembers(top); err != nil {
+	if err := httpx.RefuseUnknown(top, "the Responses API", unsupported, honoured, ignored); err != nil {
 		return nil, err
 	}
 	q := &request{store: true, parallel: true, toolChoice: json.RawMessage(`"auto"`), format: json.RawMessage(`{"type":"text"}`)}
@@ -82,31 +82,6 @@ func decodeRequest(body []byte) (*request, error) {
 	}
 	q.chat.StreamOptions = relay.UsageOptions(q.chat.Stream) // usage for response.completed and the ticket
 	return q, nil
-}
-
-// checkMembers answers 400 for the first member (in name order) that is
-// neither honoured nor ignored.
-func checkMembers(top map[string]json.RawMessage) error {
-	names := make([]string, 0, len(top))
-	for k := range top {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		if slices.Contains(honoured, k) || slices.Contains(ignored, k) {
-			continue
-		}
-		why, ok := unsupported[k]
-		if !ok {
-			why = "it is not a member of the Responses API that the gateway knows"
-		}
-		param := k
-		if k == "" {
-			param = `""` // a param always names the field: the empty name as JSON spells it
-		}
-		return errcat.Newf(errcat.InvalidField, param, "%s is not supported: %s. Leave it out.", strconv.Quote(k), why)
-	}
-	return nil
 }
 
 // decodeScalars reads instructions, stream, store, previous_response_id,

@@ -37,6 +37,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
@@ -96,6 +97,23 @@ func (c *Chat) request(r *http.Request, p *auth.Principal, body []byte) *preflig
 // no ParamPrefix); a family whose client named them otherwise renames them.
 func (c *Chat) Check(r *http.Request, p *auth.Principal, body []byte) (*preflight.Result, error) {
 	return preflight.Check(r.Context(), c.request(r, p, body))
+}
+
+// ClientError returns err, an error of Check or Count, with its param
+// renamed by names, from the chat-completions field the pre-flight checks
+// name to the field of the API the client speaks
+// ("messages[].content[].image_url.url" to Anthropic's
+// "messages[].content[].source"); err as it is when names has no entry for
+// its param.
+func ClientError(err error, names map[string]string) error {
+	e := errcat.As(err)
+	p, ok := names[e.Param]
+	if !ok {
+		return err
+	}
+	renamed := *e
+	renamed.Param = p
+	return &renamed
 }
 
 // Count returns the prompt estimate of body for r's caller p, the injected

@@ -88,6 +88,10 @@ type fuzzRoute struct {
 	// anthropic: a route of Anthropic's Messages API, which answers errors in
 	// Anthropic's shape and streams Anthropic's events (package anthropic).
 	anthropic bool
+	// responses: a route of OpenAI's Responses API, which streams the
+	// Responses events and names the Responses API's fields in its params
+	// (package responses).
+	responses bool
 	// header receives the fuzzed header value, when it is not empty.
 	header string
 	// pathParam: the fuzzed query string is path-escaped into the last path
@@ -404,6 +408,17 @@ var fuzzRoutes = []fuzzRoute{
 		`{"model":"lm-4-scout","system":[{"type":"text","text":"be brief"}],"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object"}}]}`,
 		`{"model":"lm-vision","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}}]}]}`,
 	}},
+	{method: "POST", path: "/v1/responses", responses: true, header: "GW-User-Id", seeds: []string{
+		`{"model":"lm-4-scout","input":"hi"}`,
+		`{"model":"lm-4-scout-local","stream":true,"instructions":"be brief","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}],"store":false}`,
+		`{"model":"lm-vision","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==","detail":"auto"},{"type":"input_text","text":"what?"}]}]}`,
+		`{"model":"lm-4-scout","stream":true,"input":[{"role":"user","content":"q"},{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{\"city\":\"Paris\"}"},{"type":"function_call_output","call_id":"call_1","output":"sunny"}],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":true}],"tool_choice":"auto","parallel_tool_calls":false}`,
+		`{"model":"lm-reasoner","max_output_tokens":5,"temperature":0.5,"top_p":0.9,"metadata":{"k":"v"},"text":{"format":{"type":"json_schema","name":"o","schema":{"type":"object"}}},"input":"x","previous_response_id":"resp_nope"}`,
+		`{"model":"lm-4-scout","input":[{"type":"item_reference","id":"msg_nope"}],"tools":[{"type":"web_search"}],"background":true}`,
+	}},
+	{method: "GET", path: "/v1/responses/", responses: true, pathParam: true, seeds: []string{"resp_nope", "resp_/x", ""}},
+	{method: "GET", path: "/v1/responses/", suffix: "/input_items", responses: true, pathParam: true, seeds: []string{"resp_nope"}},
+	{method: "DELETE", path: "/v1/responses/", responses: true, pathParam: true, seeds: []string{"resp_nope", "resp_0000"}},
 }
 
 // fuzzTenants is how many inputs one gateway serves, each in a tenant of
@@ -1201,6 +1216,9 @@ func checkAnswer(t *testing.T, rt fuzzRoute, sent http.Header, rec *httptest.Res
 		if rt.anthropic {
 			body = anthropicEnvelope(t, body)
 		}
+		if rt.responses {
+			body = responsesEnvelope(t, body)
+		}
 		checkEnvelope(t, rt, sent, rec.Code, ct, body)
 		return true
 	case len(body) == 0:
@@ -1212,6 +1230,14 @@ func checkAnswer(t *testing.T, rt fuzzRoute, sent http.Header, rec *httptest.Res
 		}
 		if !bytes.HasSuffix(body, []byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")) {
 			t.Errorf("%s %s: stream does not end with message_stop: %q", rt.method, rt.path, body)
+		}
+	case rt.responses && strings.HasPrefix(ct, "text/event-stream"):
+		if bytes.Contains(body, []byte("event: error\n")) {
+			t.Errorf("%s %s: stream ended by an error event: %s", rt.method, rt.path, body)
+			return true
+		}
+		if !bytes.Contains(body, []byte("event: response.completed\n")) && !bytes.Contains(body, []byte("event: response.incomplete\n")) {
+			t.Errorf("%s %s: stream does not end with response.completed: %q", rt.method, rt.path, body)
 		}
 	case strings.HasPrefix(ct, "text/event-stream"):
 		if bytes.Contains(body, []byte("event: gw.error")) {
@@ -1260,6 +1286,37 @@ func anthropicEnvelope(t *testing.T, body []byte) []byte {
 		}
 	}
 	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// responsesParams are the params package responses names for the Responses
+// API's fields where the catalog's row names the chat-completions field.
+var responsesParams = map[string]bool{
+	"input[].content[].image_url": true, "input[].arguments": true, "max_output_tokens": true, "input": true,
+	"previous_response_id": true,
+}
+
+// responsesEnvelope returns body, the gateway's envelope, with the params
+// that package responses renames (and response_not_found's
+// previous_response_id and input[N].id) given back the catalog's name, for
+// checkEnvelope.
+func responsesEnvelope(t *testing.T, body []byte) []byte {
+	t.Helper()
+	var top map[string]any
+	if err := json.Unmarshal(body, &top); err != nil {
+		t.Fatalf("error body is not a JSON object: %v: %q", err, body)
+	}
+	e, _ := top["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	p, _ := e["param"].(string)
+	tp := errcat.Lookup(errcat.Code(code)).TypicalParam
+	if tp != nil && (responsesParams[p] || (code == string(errcat.ResponseNotFound) && strings.HasPrefix(p, "input["))) {
+		e["param"] = *tp
+	}
+	b, err := json.Marshal(top)
 	if err != nil {
 		t.Fatal(err)
 	}

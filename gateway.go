@@ -45,6 +45,7 @@ import (
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/rag"
 	"github.com/chatgw/gateway/ratelimit"
+	"github.com/chatgw/gateway/responses"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store/boltstore"
 	"github.com/chatgw/gateway/tenantconfig"
@@ -79,6 +80,9 @@ type Gateway struct {
 	// anthropic serves Anthropic's Messages API on the pipeline of openai's
 	// chat completions.
 	anthropic *anthropic.Service
+	// responses serves OpenAI's Responses API on the same pipeline, and
+	// keeps the stored responses.
+	responses *responses.Service
 
 	images  *images.Service
 	chat    *chat.Service
@@ -223,6 +227,13 @@ func (g *Gateway) wireFamilies() error {
 	// Anthropic's Messages API: the same pipeline and values as /v1, so that
 	// its requests are checked, injected, guarded and counted alike.
 	g.anthropic = anthropic.New(anthropic.Config{
+		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
+		Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
+		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
+	})
+	// OpenAI's Responses API: the same pipeline and values again, and the
+	// store for the responses it keeps.
+	g.responses = responses.New(responses.Config{
 		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
 		Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
 		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,

@@ -63,6 +63,14 @@ func (g *Gateway) routes() []route {
 		{"POST", "/v1/messages", "chat:write", userOptional, g.metered(usage.KindChat, g.anthropic.CreateMessage), anthropic.ErrorBody},
 		{"POST", "/v1/messages/count_tokens", "chat:write", userOptional, g.anthropic.CountTokens, anthropic.ErrorBody},
 
+		// OpenAI's Responses API, translated onto the pipeline of
+		// /v1/chat/completions; stored responses are the tenant's, and the
+		// user's when GW-User-Id names one.
+		{"POST", "/v1/responses", "chat:write", userOptional, g.metered(usage.KindChat, g.responses.Create), nil},
+		{"GET", "/v1/responses/:id", "conversations:read", userOptional, g.responses.Get, nil},
+		{"DELETE", "/v1/responses/:id", "conversations:write", userOptional, g.responses.Delete, nil},
+		{"GET", "/v1/responses/:id/input_items", "conversations:read", userOptional, g.responses.ListInputItems, nil},
+
 		// Generated images: tenant-scoped, with a time-to-live.
 		{"POST", "/v1/images/generations", "images:write", userOptional, g.metered(usage.KindImage, g.images.Generate), nil},
 		{"GET", "/v1/images", "images:read", userOptional, g.images.List, nil},

@@ -15,6 +15,7 @@ import (
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/rag"
+	"github.com/chatgw/gateway/responses"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/usage"
@@ -30,7 +31,7 @@ func TestPublicConfigsExposeNoInternalType(t *testing.T) {
 	}
 	for _, cfg := range []any{
 		agents.Config{}, anthropic.Config{}, chat.Config{}, conversation.Config{}, images.Config{}, memory.Config{},
-		openai.Config{}, quota.Config{}, rag.Config{}, runs.Config{}, tenantconfig.Config{}, usage.Config{},
+		openai.Config{}, quota.Config{}, rag.Config{}, responses.Config{}, runs.Config{}, tenantconfig.Config{}, usage.Config{},
 	} {
 		typ := reflect.TypeOf(cfg)
 		for i := range typ.NumField() {

@@ -58,21 +58,10 @@ func ErrorBody(p errcat.Public) []byte {
 }
 
 // clientParams are the params of the pre-flight checks (named for the
-// chat-completions request) renamed for the Messages API request the
-// client sent; the others are the same in both (model, messages,
-// max_tokens, temperature, stream).
+// chat-completions request) renamed for the Messages API request the client
+// sent (pipeline.ClientError); the others are the same in both (model,
+// messages, max_tokens, temperature, stream).
 var clientParams = map[string]string{
 	"messages[].content[].image_url.url": "messages[].content[].source",
 	"messages[].content[].image_url":     "messages[].content[].source",
-}
-
-// clientError renames the param of a pre-flight error for the client.
-func clientError(err error) error {
-	e := errcat.As(err)
-	if p, ok := clientParams[e.Param]; ok {
-		renamed := *e
-		renamed.Param = p
-		return &renamed
-	}
-	return err
 }

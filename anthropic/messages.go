@@ -27,7 +27,7 @@ func (s *Service) CreateMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	pf, err := s.chat.Check(r, p, body)
 	if err != nil {
-		httpx.WriteError(w, r, clientError(err))
+		httpx.WriteError(w, r, pipeline.ClientError(err, clientParams))
 		return
 	}
 	s.chat.Forward(w, r, p, pf, pipeline.Answer{Encoder: newEncoder(messageID(r), q.chat.Model, q.stops)})
@@ -54,7 +54,7 @@ func (s *Service) CountTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := s.chat.Count(r, p, body)
 	if err != nil {
-		httpx.WriteError(w, r, clientError(err))
+		httpx.WriteError(w, r, pipeline.ClientError(err, clientParams))
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, tokenCount{InputTokens: n})

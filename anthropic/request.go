@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/wire"
 )
@@ -53,24 +53,8 @@ func decodeRequest(body []byte, count bool) (*request, error) {
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return nil, &errcat.Error{Code: errcat.InvalidJSON, Message: "The request body must be one JSON object.", Cause: err}
 	}
-	names := make([]string, 0, len(top))
-	for k := range top {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		if slices.Contains(honoured, k) || slices.Contains(ignored, k) {
-			continue
-		}
-		why, ok := unsupported[k]
-		if !ok {
-			why = "it is not a member of the Messages API that the gateway knows"
-		}
-		param := k
-		if k == "" {
-			param = `""` // a param always names the field: the empty name as JSON spells it
-		}
-		return nil, errcat.Newf(errcat.InvalidField, param, "%s is not supported: %s. Leave it out.", strconv.Quote(k), why)
+	if err := httpx.RefuseUnknown(top, "the Messages API", unsupported, honoured, ignored); err != nil {
+		return nil, err
 	}
 	q := &request{}
 	c := &q.chat

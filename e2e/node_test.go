@@ -18,7 +18,8 @@ import (
 )
 
 // TestOpenAINodeClient runs e2e/node/compat.mjs (the official openai and
-// @anthropic-ai/sdk npm clients) against gatewayd. It needs node and
+// @anthropic-ai/sdk npm clients, the Vercel AI SDK, LangChain's ChatOpenAI and
+// the OpenAI Agents SDK) against gatewayd. It needs node and
 // e2e/node/node_modules (cd e2e/node && npm ci).
 func TestOpenAINodeClient(t *testing.T) {
 	t.Parallel()
@@ -26,7 +27,8 @@ func TestOpenAINodeClient(t *testing.T) {
 	if err != nil {
 		t.Skip("node is not installed: the OpenAI client compatibility check needs node and `cd e2e/node && npm ci`")
 	}
-	for _, pkg := range []string{"openai", filepath.Join("@anthropic-ai", "sdk")} {
+	for _, pkg := range []string{"openai", filepath.Join("@anthropic-ai", "sdk"), "ai", filepath.Join("@ai-sdk", "openai"),
+		filepath.Join("@langchain", "openai"), filepath.Join("@openai", "agents")} {
 		if _, err := os.Stat(filepath.Join("node", "node_modules", pkg)); err != nil {
 			t.Skipf("e2e/node/node_modules/%s is missing: run `cd e2e/node && npm ci` to enable the client compatibility check", pkg)
 		}

@@ -1,5 +1,7 @@
-// compat.mjs: the official openai and @anthropic-ai/sdk npm clients against a
-// running gatewayd.
+// compat.mjs: the official openai and @anthropic-ai/sdk npm clients, the
+// Vercel AI SDK's default OpenAI provider (ai + @ai-sdk/openai), LangChain's
+// ChatOpenAI (@langchain/openai) and the OpenAI Agents SDK (@openai/agents),
+// against a running gatewayd.
 //
 // Environment:
 //   GW_BASE_URL     the gateway's OpenAI base URL, such as http://127.0.0.1:8080/v1
@@ -16,6 +18,11 @@
 // "N passed, N failed", and exits 1 when a check failed.
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { generateText, streamText, tool, stepCountIs } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { z } from 'zod';
+import { ChatOpenAI } from '@langchain/openai';
+import { Agent, run, tool as agentTool, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled } from '@openai/agents';
 
 const baseURL = process.env.GW_BASE_URL;
 const apiKey = process.env.GW_TOKEN;
@@ -183,6 +190,302 @@ await check('models.retrieve', async () => {
   }
   assert(err instanceof OpenAI.NotFoundError, `retrieve(${deniedModel}): want NotFoundError, got ${err}`);
 });
+
+// ---- OpenAI's Responses API (issue 17 items 1 and 2) ----
+
+const weatherTool = {
+  type: 'function',
+  name: 'get_weather',
+  description: 'Weather of a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  strict: true,
+};
+
+await check('responses.create, then retrieve, inputItems.list and delete', async () => {
+  const { data: r, response } = await client.responses
+    .create({ model: 'lm-4-scout', input: 'Say hello', instructions: 'Be brief.', metadata: { k: 'v' } })
+    .withResponse();
+  assert(r.object === 'response' && r.status === 'completed' && r.model === 'lm-4-scout', `response ${JSON.stringify(r)}`);
+  assert(typeof r.output_text === 'string' && r.output_text.length > 0, `output_text ${JSON.stringify(r.output_text)}`);
+  assert(r.usage.total_tokens > 0 && r.usage.input_tokens_details.cached_tokens === 0, `usage ${JSON.stringify(r.usage)}`);
+  assert(r.metadata.k === 'v', `metadata ${JSON.stringify(r.metadata)}`);
+  if (expectFallback) {
+    const notice = response.headers.get('gw-notice') || '';
+    assert(notice.includes('backend_fallback'), `GW-Notice header ${JSON.stringify(notice)}, want backend_fallback`);
+  }
+  const got = await client.responses.retrieve(r.id);
+  assert(got.id === r.id && got.output_text === r.output_text, `retrieved ${JSON.stringify(got)}`);
+  const items = [];
+  for await (const it of client.responses.inputItems.list(r.id)) items.push(it);
+  assert(items.length === 1 && items[0].type === 'message' && items[0].role === 'user', `input items ${JSON.stringify(items)}`);
+  await client.responses.delete(r.id);
+  let err = null;
+  try {
+    await client.responses.retrieve(r.id);
+  } catch (e) {
+    err = e;
+  }
+  assert(err instanceof OpenAI.NotFoundError && err.code === 'response_not_found', `retrieve after delete: want NotFoundError, got ${err}`);
+});
+
+await check('responses.create stream (raw events)', async () => {
+  const stream = await client.responses.create({ model: 'lm-4-scout', input: 'Say hello', stream: true });
+  const types = [];
+  let text = '';
+  for await (const ev of stream) {
+    // typical client code: switch on the type, ignore the others
+    assert(ev.sequence_number === types.length, `event ${ev.type} sequence_number ${ev.sequence_number}, want ${types.length}`);
+    types.push(ev.type);
+    if (ev.type === 'response.output_text.delta') text += ev.delta;
+  }
+  assert(types[0] === 'response.created' && types.at(-1) === 'response.completed', `events ${types}`);
+  assert(text.length > 0, `streamed text ${JSON.stringify(text)}`);
+  if (expectFallback) assert(types.includes('gw.notice'), `events ${types}: want the gw.notice event`);
+});
+
+await check('responses.stream (ResponseStream helper, finalResponse)', async () => {
+  const stream = client.responses.stream({ model: 'lm-4-scout', input: 'Say hello' });
+  let deltas = '';
+  stream.on('response.output_text.delta', (ev) => {
+    deltas += ev.delta;
+  });
+  const final = await stream.finalResponse();
+  // the helper's final response has no output_text (the SDK adds it on create only)
+  const text = final.output.filter((it) => it.type === 'message').flatMap((it) => it.content).map((c) => c.text).join('');
+  assert(final.status === 'completed' && text.length > 0 && text === deltas, `final ${JSON.stringify(final)} vs deltas ${JSON.stringify(deltas)}`);
+  assert(final.usage.output_tokens > 0, `usage ${JSON.stringify(final.usage)}`);
+});
+
+if (toolModel) {
+  await check('responses function call over two turns (stream, then previous_response_id)', async () => {
+    const first = await client.responses.stream({ model: toolModel, input: 'Weather in Paris?', tools: [weatherTool] }).finalResponse();
+    const call = first.output.find((it) => it.type === 'function_call');
+    assert(call && call.name === 'get_weather' && JSON.parse(call.arguments).city === 'Paris', `first turn ${JSON.stringify(first.output)}`);
+    const second = await client.responses.create({
+      model: toolModel,
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 24°C' }],
+      tools: [weatherTool],
+    });
+    assert(second.status === 'completed' && second.output_text.length > 0, `second turn ${JSON.stringify(second)}`);
+  });
+
+  await check('responses function call over two turns (items sent back, store false)', async () => {
+    const input = [{ role: 'user', content: 'Weather in Paris?' }];
+    const first = await client.responses.create({ model: toolModel, input, tools: [weatherTool], store: false });
+    const call = first.output.find((it) => it.type === 'function_call');
+    assert(call && JSON.parse(call.arguments).city === 'Paris', `first turn ${JSON.stringify(first.output)}`);
+    input.push(...first.output, { type: 'function_call_output', call_id: call.call_id, output: 'sunny, 24°C' });
+    const second = await client.responses.create({ model: toolModel, input, tools: [weatherTool], store: false });
+    assert(second.status === 'completed' && second.output_text.length > 0, `second turn ${JSON.stringify(second)}`);
+  });
+}
+
+await check('responses error: a built-in tool raises BadRequestError naming it', async () => {
+  let err = null;
+  try {
+    await client.responses.create({ model: 'lm-4-scout', input: 'x', tools: [{ type: 'web_search' }] });
+  } catch (e) {
+    err = e;
+  }
+  assert(err instanceof OpenAI.BadRequestError && err.code === 'invalid_field' && err.param === 'tools[0].type', `want BadRequestError tools[0].type, got ${err}`);
+});
+
+if (cutModel) {
+  await check('responses cut stream raises an APIError after response.failed', async () => {
+    const stream = await client.responses.create({ model: cutModel, input: 'Say hello', stream: true });
+    const types = [];
+    let err = null;
+    try {
+      for await (const ev of stream) types.push(ev.type);
+    } catch (e) {
+      err = e;
+    }
+    assert(err instanceof OpenAI.APIError, `the cut stream ended without an APIError (events ${types})`);
+    assert(types.includes('response.output_text.delta') && types.at(-1) === 'response.failed', `events ${types}`);
+    let helperErr = null;
+    try {
+      await client.responses.stream({ model: cutModel, input: 'Say hello' }).finalResponse();
+    } catch (e) {
+      helperErr = e;
+    }
+    assert(helperErr instanceof OpenAI.APIError, `responses.stream finalResponse: want an APIError, got ${helperErr}`);
+  });
+}
+
+// ---- the Vercel AI SDK's default provider: openai(model) calls /v1/responses ----
+
+const sent = [];
+const aiOpenAI = createOpenAI({
+  baseURL,
+  apiKey,
+  fetch: async (url, init) => {
+    if (String(url).endsWith('/responses')) sent.push(JSON.parse(init.body));
+    return fetch(url, init);
+  },
+});
+const weather = tool({
+  description: 'Weather of a city',
+  inputSchema: z.object({ city: z.string() }),
+  execute: async ({ city }) => `sunny in ${city}`,
+});
+
+await check('ai generateText (openai(model): /v1/responses)', async () => {
+  const n = sent.length;
+  const { text, finishReason, usage, response } = await generateText({ model: aiOpenAI('lm-4-scout'), prompt: 'Say hello', maxRetries: 0 });
+  assert(sent.length === n + 1, 'the provider did not call /v1/responses');
+  assert(text.length > 0 && finishReason === 'stop', `text ${JSON.stringify(text)}, finishReason ${finishReason}`);
+  assert(usage.inputTokens > 0 && usage.outputTokens > 0, `usage ${JSON.stringify(usage)}`);
+  assert(response.modelId === 'lm-4-scout', `modelId ${response.modelId}`);
+});
+
+await check('ai streamText', async () => {
+  const errors = [];
+  const result = streamText({ model: aiOpenAI('lm-4-scout'), prompt: 'Say hello', maxRetries: 0, onError: ({ error }) => errors.push(error) });
+  let text = '';
+  for await (const d of result.textStream) text += d;
+  assert(text.length > 0 && (await result.finishReason) === 'stop', `text ${JSON.stringify(text)}`);
+  assert(errors.length === 0, `errors ${errors}`);
+  assert((await result.usage).outputTokens > 0, 'no usage');
+});
+
+await check('ai generateText over two turns (the earlier answer sent back as an item_reference)', async () => {
+  const first = await generateText({ model: aiOpenAI('lm-4-scout'), prompt: 'Say hello', maxRetries: 0 });
+  const n = sent.length;
+  const second = await generateText({
+    model: aiOpenAI('lm-4-scout'),
+    messages: [{ role: 'user', content: 'Say hello' }, ...first.response.messages, { role: 'user', content: 'Again?' }],
+    maxRetries: 0,
+  });
+  const input = JSON.stringify(sent[n]?.input);
+  assert(input.includes('"item_reference"'), `second request input ${input}: want the earlier answer as an item_reference`);
+  assert(second.text.length > 0, `second turn text ${JSON.stringify(second.text)}`);
+});
+
+if (toolModel) {
+  await check('ai generateText tool call over two turns', async () => {
+    const n = sent.length;
+    const result = await generateText({
+      model: aiOpenAI(toolModel),
+      prompt: 'Weather in Paris?',
+      tools: { get_weather: weather },
+      stopWhen: stepCountIs(2),
+      maxRetries: 0,
+    });
+    assert(result.steps.length === 2, `steps ${result.steps.length}`);
+    const call = result.steps[0].toolCalls[0];
+    assert(call && call.toolName === 'get_weather' && call.input.city === 'Paris', `tool call ${JSON.stringify(call)}`);
+    assert(result.text.length > 0, `final text ${JSON.stringify(result.text)}`);
+    // this AI SDK sends a function call back by value (item_reference only
+    // for text and provider-executed tools), with its output
+    const second = JSON.stringify(sent[n + 1]?.input);
+    assert(second.includes('"function_call"') && second.includes('"function_call_output"'), `second request input ${second}`);
+  });
+
+  await check('ai streamText tool call over two turns', async () => {
+    const errors = [];
+    const result = streamText({
+      model: aiOpenAI(toolModel),
+      prompt: 'Weather in Paris?',
+      tools: { get_weather: weather },
+      stopWhen: stepCountIs(2),
+      maxRetries: 0,
+      onError: ({ error }) => errors.push(error),
+    });
+    let text = '';
+    for await (const d of result.textStream) text += d;
+    const steps = await result.steps;
+    assert(errors.length === 0, `errors ${errors}`);
+    assert(steps.length === 2 && steps[0].toolCalls[0]?.input.city === 'Paris' && text.length > 0, `steps ${steps.length}, text ${JSON.stringify(text)}`);
+  });
+}
+
+if (cutModel) {
+  await check('ai streamText cut stream surfaces an error', async () => {
+    const errors = [];
+    const result = streamText({ model: aiOpenAI(cutModel), prompt: 'Say hello', maxRetries: 0, onError: ({ error }) => errors.push(error) });
+    let text = '';
+    for await (const d of result.textStream) text += d;
+    assert(errors.length > 0, `no error surfaced (text ${JSON.stringify(text)})`);
+  });
+}
+
+// ---- LangChain's ChatOpenAI: chat completions by default, /v1/responses with useResponsesApi ----
+
+// paths records the paths the clients below call, so that a check knows
+// which API it drove.
+const paths = [];
+const recordingFetch = (url, init) => {
+  paths.push(new URL(String(url)).pathname);
+  return fetch(url, init);
+};
+const calledOnly = (n, path) => paths.length > n && paths.slice(n).every((p) => p.endsWith(path));
+
+for (const useResponsesApi of [false, true]) {
+  const api = useResponsesApi ? 'useResponsesApi' : 'chat completions';
+  const lc = (model) => new ChatOpenAI({ model, apiKey, configuration: { baseURL, fetch: recordingFetch }, useResponsesApi, maxRetries: 0 });
+  const path = useResponsesApi ? '/responses' : '/chat/completions';
+
+  await check(`langchain ChatOpenAI invoke and stream (${api})`, async () => {
+    const n = paths.length;
+    const msg = await lc('lm-4-scout').invoke('Say hello');
+    assert(typeof msg.content === 'string' ? msg.content.length > 0 : msg.text.length > 0, `message ${JSON.stringify(msg)}`);
+    let text = '';
+    for await (const chunk of await lc('lm-4-scout').stream('Say hello')) text += chunk.text;
+    assert(text.length > 0, `streamed ${JSON.stringify(text)}`);
+    assert(calledOnly(n, path), `called ${paths.slice(n)}, want ${path}`);
+  });
+
+  if (toolModel) {
+    await check(`langchain ChatOpenAI tool call over two turns (${api})`, async () => {
+      const model = lc(toolModel).bindTools([
+        { type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+      ]);
+      const history = [{ role: 'user', content: 'Weather in Paris?' }];
+      const first = await model.invoke(history);
+      const call = first.tool_calls?.[0];
+      assert(call && call.name === 'get_weather' && call.args.city === 'Paris', `first turn ${JSON.stringify(first)}`);
+      history.push(first, { role: 'tool', tool_call_id: call.id, content: 'sunny, 24°C' });
+      const second = await model.invoke(history);
+      assert(second.text.length > 0, `second turn ${JSON.stringify(second)}`);
+    });
+  }
+}
+
+// ---- the OpenAI Agents SDK: its default model is the Responses API ----
+
+setTracingDisabled(true); // its traces would go to OpenAI's servers
+setDefaultOpenAIClient(new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20000, fetch: recordingFetch }));
+setOpenAIAPI('responses');
+
+await check('agents run (default Responses model)', async () => {
+  const n = paths.length;
+  const agent = new Agent({ name: 'Greeter', instructions: 'Be brief.', model: 'lm-4-scout' });
+  const result = await run(agent, 'Say hello');
+  assert(calledOnly(n, '/responses'), `called ${paths.slice(n)}, want /responses`);
+  assert(typeof result.finalOutput === 'string' && result.finalOutput.length > 0, `finalOutput ${JSON.stringify(result.finalOutput)}`);
+  const streamed = await run(agent, 'Say hello', { stream: true });
+  let text = '';
+  for await (const chunk of streamed.toTextStream()) text += chunk;
+  await streamed.completed;
+  assert(text.length > 0 && streamed.finalOutput === text, `streamed ${JSON.stringify(text)} vs ${JSON.stringify(streamed.finalOutput)}`);
+});
+
+if (toolModel) {
+  await check('agents run with a function tool over two turns', async () => {
+    const getWeather = agentTool({
+      name: 'get_weather',
+      description: 'Weather of a city',
+      parameters: z.object({ city: z.string() }),
+      execute: async ({ city }) => `sunny in ${city}`,
+    });
+    const agent = new Agent({ name: 'Weather', instructions: 'Use the tool.', model: toolModel, tools: [getWeather] });
+    const result = await run(agent, 'Weather in Paris?');
+    const calls = result.newItems.filter((it) => it.type === 'tool_call_item');
+    assert(calls.length === 1 && JSON.parse(calls[0].rawItem.arguments).city === 'Paris', `items ${JSON.stringify(result.newItems.map((it) => it.type))}`);
+    assert(typeof result.finalOutput === 'string' && result.finalOutput.length > 0, `finalOutput ${JSON.stringify(result.finalOutput)}`);
+  });
+}
 
 // ---- Anthropic's Messages API (issue 17 item 3) ----
 

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/chatgw/gateway/errcat"
@@ -188,6 +191,32 @@ func RejectUserIDQuery(r *http.Request) error {
 	if r.URL.Query().Has("user_id") {
 		return errcat.New(errcat.InvalidField, "query.user_id",
 			"user_id is not accepted in a query; the end user is named by the GW-User-Id header.")
+	}
+	return nil
+}
+
+// RefuseUnknown is the member rule of the client APIs the gateway translates
+// (Anthropic's Messages API, OpenAI's Responses API), whose bodies are the
+// providers' own and whose params name the API's fields: the first member of
+// top, in name order, that none of the lists known holds answers 400
+// invalid_field naming it, "<name> is not supported: <why>. Leave it out.",
+// why being reasons[name] or that api does not have it; nil when every
+// member is known. What cannot be honoured is refused, never dropped.
+func RefuseUnknown(top map[string]json.RawMessage, api string, reasons map[string]string, known ...[]string) error {
+	names := slices.Sorted(maps.Keys(top))
+	for _, k := range names {
+		if slices.ContainsFunc(known, func(list []string) bool { return slices.Contains(list, k) }) {
+			continue
+		}
+		why, ok := reasons[k]
+		if !ok {
+			why = "it is not a member of " + api + " that the gateway knows"
+		}
+		param := k
+		if k == "" {
+			param = `""` // a param always names the field: the empty name as JSON spells it
+		}
+		return errcat.Newf(errcat.InvalidField, param, "%s is not supported: %s. Leave it out.", strconv.Quote(k), why)
 	}
 	return nil
 }

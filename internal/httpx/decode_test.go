@@ -1,6 +1,7 @@
 package httpx_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,6 +81,37 @@ func TestRejectUserIDQuery(t *testing.T) {
 		r := httptest.NewRequest("GET", "/?"+q, nil)
 		if got := httpx.RejectUserIDQuery(r) != nil; got != want {
 			t.Errorf("RejectUserIDQuery(%s) rejected = %v, want %v", q, got, want)
+		}
+	}
+}
+
+// TestRefuseUnknown: the first member (in name order) that no list knows is
+// invalid_field naming it, with its reason or the API's name; "" is named
+// as JSON spells it; known members pass.
+func TestRefuseUnknown(t *testing.T) {
+	reasons := map[string]string{"top_k": "no such sampling on the backends"}
+	for _, tc := range []struct {
+		body, param, says string
+	}{
+		{`{"model":"m","stream":true}`, "", ""},
+		{`{"zeta":1,"top_k":2,"model":"m"}`, "top_k", "no such sampling on the backends"},
+		{`{"frob":1,"model":"m"}`, "frob", "not a member of the Test API that the gateway knows"},
+		{`{"":1}`, `""`, "not a member"},
+	} {
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(tc.body), &top); err != nil {
+			t.Fatal(err)
+		}
+		err := httpx.RefuseUnknown(top, "the Test API", reasons, []string{"model"}, []string{"stream"})
+		if tc.param == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want nil", tc.body, err)
+			}
+			continue
+		}
+		e := errcat.As(err)
+		if e.Code != errcat.InvalidField || e.Param != tc.param || !strings.Contains(e.Message, tc.says) {
+			t.Errorf("%s: %s %q %q, want invalid_field %q saying %q", tc.body, e.Code, e.Param, e.Message, tc.param, tc.says)
 		}
 	}
 }

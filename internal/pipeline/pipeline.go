@@ -1,13 +1,14 @@
 // Package pipeline is the one pipeline of the gateway's stateless chat
 // endpoints, whatever API their clients speak: POST /v1/chat/completions
-// (OpenAI Chat Completions) and POST /v1/messages (Anthropic's Messages API),
-// and the next client API after them. "The local backend and the cloud hosts
-// stay OpenAI Chat-Completions backends: the gateway translates at its edge,
-// and every rule of the spec applies to these routes exactly as to
-// /v1/chat/completions" (issue 17): a family decodes its client's request
-// into a chat-completions body and encodes the answer (relay.Encoder); what
-// lies between is this package, the same steps in the same order for every
-// one of them:
+// (OpenAI Chat Completions), POST /v1/messages (Anthropic's Messages API) and
+// POST /v1/responses (OpenAI's Responses API, which stores its answers in
+// Answer.Commit), and the next client API after them. "The local backend
+// and the cloud hosts stay OpenAI Chat-Completions backends: the gateway
+// translates at its edge, and every rule of the spec applies to these routes
+// exactly as to /v1/chat/completions" (issue 17): a family decodes its
+// client's request into a chat-completions body and encodes the answer
+// (relay.Encoder); what lies between is this package, the same steps in the
+// same order for every one of them:
 //
 //  1. Check: the pre-flight checks and rewrites (internal/preflight): the
 //     model allowlist, max_tokens flooring, images, the memory and
@@ -36,6 +37,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
+	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/preflight"
@@ -95,6 +97,23 @@ func (c *Chat) request(r *http.Request, p *auth.Principal, body []byte) *preflig
 // no ParamPrefix); a family whose client named them otherwise renames them.
 func (c *Chat) Check(r *http.Request, p *auth.Principal, body []byte) (*preflight.Result, error) {
 	return preflight.Check(r.Context(), c.request(r, p, body))
+}
+
+// ClientError returns err, an error of Check or Count, with its param
+// renamed by names, from the chat-completions field the pre-flight checks
+// name to the field of the API the client speaks
+// ("messages[].content[].image_url.url" to Anthropic's
+// "messages[].content[].source"); err as it is when names has no entry for
+// its param.
+func ClientError(err error, names map[string]string) error {
+	e := errcat.As(err)
+	p, ok := names[e.Param]
+	if !ok {
+		return err
+	}
+	renamed := *e
+	renamed.Param = p
+	return &renamed
 }
 
 // Count returns the prompt estimate of body for r's caller p, the injected

@@ -83,3 +83,17 @@ func TestForward(t *testing.T) {
 		t.Errorf("quota usage %+v, want 2 requests, 2 tokens, nothing reserved", u)
 	}
 }
+
+// TestClientError: a pre-flight error's param is renamed for the client's
+// API when the names have it, and the error is kept as it is otherwise.
+func TestClientError(t *testing.T) {
+	names := map[string]string{"max_tokens": "max_output_tokens"}
+	err := pipeline.ClientError(errcat.New(errcat.MaxTokensBelowMinimum, "max_tokens", "too low"), names)
+	if e := errcat.As(err); e.Code != errcat.MaxTokensBelowMinimum || e.Param != "max_output_tokens" || e.Message != "too low" {
+		t.Errorf("renamed: %s %q %q", e.Code, e.Param, e.Message)
+	}
+	orig := errcat.New(errcat.InvalidField, "temperature", "x")
+	if got := pipeline.ClientError(orig, names); got != error(orig) {
+		t.Errorf("unrenamed: %v, want the error itself", got)
+	}
+}

@@ -3,9 +3,10 @@
 // hands it to a handler (with a member's principal: Member, Call), serving
 // it, decoding the JSON answer and reading values of it (Field, Data),
 // reading and checking the error envelope (ErrorOf, CheckError), comparing
-// with golden files (Golden), and parsing a server-sent event stream; and the
+// with golden files (Golden), and parsing a server-sent event stream; the
 // OpenAI answers a fake upstream.Upstream gives (Chunk, Completion, SSEAnswer,
-// JSONAnswer).
+// JSONAnswer), and Fake, an upstream.Upstream that records its calls and
+// answers them in turn (JSON, Stream, Transcript).
 //
 // It is a leaf: it imports the leaf packages (auth, errcat, upstream, quota,
 // internal/httpx) and never a family, so that every family's tests may import it.

@@ -13,6 +13,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/testkit"
+	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -394,5 +395,36 @@ func TestBuffer(t *testing.T) {
 	wg.Wait()
 	if got := len(b.String()); got != 400 {
 		t.Errorf("len = %d, want 400", got)
+	}
+}
+
+// TestFake: a Fake answers its n-th call with its n-th answer, the last one
+// when it has fewer (a "Hello!" completion without any), and records the
+// bodies.
+func TestFake(t *testing.T) {
+	read := func(f *testkit.Fake) string {
+		t.Helper()
+		resp, err := f.Do(t.Context(), &upstream.Request{Body: []byte(`{"n":1}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := read(&testkit.Fake{}); !strings.Contains(got, "Hello!") {
+		t.Errorf("without answers: %s, want the Hello! completion", got)
+	}
+	f := &testkit.Fake{}
+	f.Add(testkit.JSON(`{"a":1}`), testkit.Stream(testkit.Transcript(`{"b":2}`)))
+	var got []string
+	for range 3 {
+		got = append(got, read(f))
+	}
+	stream := "data: {\"b\":2}\n\ndata: [DONE]\n\n"
+	if diff := cmp.Diff([]string{`{"a":1}`, stream, stream}, got); diff != "" {
+		t.Errorf("answers mismatch (-want +got):\n%s", diff)
+	}
+	if f.Calls() != 3 || f.Last(t) != "{\n  \"n\": 1\n}\n" {
+		t.Errorf("Calls() = %d, Last() = %q", f.Calls(), f.Last(t))
 	}
 }

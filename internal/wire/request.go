@@ -43,8 +43,12 @@ type Tool struct {
 }
 
 // Function is the function of a Tool: Parameters is its JSON Schema.
+// Strict, when set, is chat completions' function.strict (a request
+// translated from the Responses API carries its tools' strict); nil sends
+// none.
 type Function struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict,omitempty"`
 }

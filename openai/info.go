@@ -19,9 +19,23 @@ func (s *Service) Info(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, s.info(p.Tenant))
 }
 
+// infoModel is a ModelInfo as GET /v1/info shows it, with the additive
+// field status: unconfigured for a model none of whose backends is
+// configured (it answers model_not_configured), available otherwise.
+type infoModel struct {
+	upstream.ModelInfo
+	Status upstream.Status `json:"status"`
+}
+
+// infoCatalog is the ModelCatalog of GET /v1/info.
+type infoCatalog struct {
+	Models []infoModel `json:"models"`
+	Notes  string      `json:"notes"`
+}
+
 // info is the tenant's view of the catalog.
-func (s *Service) info(t *auth.Tenant) upstream.Catalog {
-	out := upstream.Catalog{Models: []upstream.ModelInfo{}, Notes: s.catalog.Notes}
+func (s *Service) info(t *auth.Tenant) infoCatalog {
+	out := infoCatalog{Models: []infoModel{}, Notes: s.catalog.Notes}
 	for _, m := range s.catalog.Models {
 		if !t.AllowsModel(m.Alias) {
 			continue
@@ -32,7 +46,16 @@ func (s *Service) info(t *auth.Tenant) upstream.Catalog {
 			backends[i] = b
 		}
 		m.Backends = backends
-		out.Models = append(out.Models, m)
+		out.Models = append(out.Models, infoModel{ModelInfo: m, Status: modelStatus(&m)})
 	}
 	return out
+}
+
+// modelStatus is the additive status of a model in /v1/info and
+// /v1/models: unconfigured when it answers model_not_configured.
+func modelStatus(m *upstream.ModelInfo) upstream.Status {
+	if !m.Configured() {
+		return upstream.StatusUnconfigured
+	}
+	return upstream.StatusAvailable
 }

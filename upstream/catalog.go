@@ -39,7 +39,9 @@ const (
 // WithStatus has an index that makes Lookup O(1); its Models must not be changed
 // afterwards (build a new one instead). The index is an unexported field, so compare
 // catalogs in tests with cmpopts.IgnoreUnexported(upstream.Catalog{}). A Catalog
-// decoded from JSON directly works too, with a linear Lookup.
+// decoded from JSON directly works too, with a linear Lookup. ModelInfo has
+// unexported state too (what WithStatus finds): compare with
+// cmpopts.IgnoreUnexported(upstream.Catalog{}, upstream.ModelInfo{}).
 type Catalog struct {
 	Models []ModelInfo `json:"models"`
 	Notes  string      `json:"notes"`
@@ -62,6 +64,28 @@ type ModelInfo struct {
 	Backends      []BackendInfo `json:"backends"`
 	Constraints   Constraints   `json:"constraints"`
 	Notes         string        `json:"notes"`
+
+	// setup, set by WithStatus on a model none of whose backends can be
+	// tried, says what would configure one; "" means configured.
+	setup string
+}
+
+// Configured reports whether a backend of m's chain can be tried. It is
+// false only in a catalog made by WithStatus (as /v1/info shows it), for a
+// model none of whose backends has an address (its provider's URL unset,
+// without an external router) or may be tried (planned or unconfigured in
+// the catalog file).
+func (m *ModelInfo) Configured() bool { return m.setup == "" }
+
+// NotConfigured returns model_not_configured (param model), whose message
+// says which variable to set, for a model that is not Configured; nil
+// otherwise. Retrying cannot help such a model, so it is not the 503
+// upstream_unavailable of a backend that does not answer.
+func (m *ModelInfo) NotConfigured() error {
+	if m.setup == "" {
+		return nil
+	}
+	return errcat.Newf(errcat.ModelNotConfigured, "model", "Model %q has no configured backend: %s.", m.Alias, m.setup)
 }
 
 // Modalities are the supported input and output modalities.
@@ -132,13 +156,17 @@ func (c *Catalog) Lookup(alias string) *ModelInfo {
 }
 
 // LookupKind returns the model alias when it has kind and tenant t allows it,
-// else model_not_in_allowlist (model). The result points into the catalog and
-// must not be modified.
+// else model_not_in_allowlist (model); a model that is not Configured is
+// model_not_configured (model). The result points into the catalog and must
+// not be modified.
 func (c *Catalog) LookupKind(t *auth.Tenant, alias, kind string) (*ModelInfo, error) {
 	m := c.Lookup(alias)
 	if m == nil || m.Kind != kind || !t.AllowsModel(alias) {
 		return nil, errcat.Newf(errcat.ModelNotInAllowlist, "model",
 			"Model %q is not %s model this tenant may use; GET /v1/models lists them.", alias, kindPhrase(kind))
+	}
+	if err := m.NotConfigured(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -270,11 +270,67 @@ func TestWithStatus(t *testing.T) {
 	}
 	// The original is unchanged.
 	fresh, _ := upstream.DefaultCatalog()
-	if diff := cmp.Diff(fresh, cat, cmpopts.IgnoreUnexported(upstream.Catalog{})); diff != "" {
+	if diff := cmp.Diff(fresh, cat, cmpopts.IgnoreUnexported(upstream.Catalog{}, upstream.ModelInfo{})); diff != "" {
 		t.Errorf("WithStatus changed its receiver (-want +got):\n%s", diff)
 	}
 	if view.Lookup("lm-image") == nil {
 		t.Error("WithStatus result has no working Lookup")
+	}
+}
+
+// TestNotConfigured: a model none of whose backends can be tried answers
+// model_not_configured, its message naming what to set; any backend with
+// an address (or an external router) makes it configured.
+func TestNotConfigured(t *testing.T) {
+	t.Parallel()
+	chain := func(bs ...upstream.BackendInfo) []upstream.ModelInfo {
+		return []upstream.ModelInfo{{Alias: "m", Kind: upstream.KindChat, ContextWindow: 8, Backends: bs}}
+	}
+	be := func(provider, env string, st upstream.Status) upstream.BackendInfo {
+		return upstream.BackendInfo{Provider: provider, BaseURLEnv: env, RouterAlias: "x", Status: st}
+	}
+	A, P := upstream.StatusAvailable, upstream.StatusPlanned
+	for _, tc := range []struct {
+		name     string
+		models   []upstream.ModelInfo
+		backends upstream.Backends
+		want     string // the message's reason, "" when configured
+	}{
+		{"local set", chain(be("local", "", A)), upstream.Backends{LocalURL: "http://l/v1"}, ""},
+		{"local unset", chain(be("local", "", A)), upstream.Backends{},
+			"set GATEWAY_LOCAL_URL (or GATEWAY_ROUTER_URL, an external router) and restart the gateway"},
+		{"a chain, each unset once", chain(be("cloudA", "", A), be("cloudB", "", A), be("cloudA", "", A)), upstream.Backends{LocalURL: "http://l/v1"},
+			"set GATEWAY_CLOUDA_URL or GATEWAY_CLOUDB_URL (or GATEWAY_ROUTER_URL, an external router) and restart the gateway"},
+		{"base_url_env names the URL", chain(be("cloudA", "local", A)), upstream.Backends{},
+			"set GATEWAY_LOCAL_URL (or GATEWAY_ROUTER_URL, an external router) and restart the gateway"},
+		{"external router", chain(be("cloudB", "", A)), upstream.Backends{RouterURL: "http://r/v1"}, ""},
+		{"planned only", chain(be("local", "", P)), upstream.Backends{LocalURL: "http://l/v1"},
+			"the models file (GATEWAY_MODELS_FILE) marks each of its backends planned or unconfigured; mark one available"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cat, err := upstream.NewCatalog(tc.models, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := cat.WithStatus(tc.backends).Lookup("m")
+			want, got := "", ""
+			if tc.want != "" {
+				want = `model_not_configured model Model "m" has no configured backend: ` + tc.want + "."
+			}
+			if err := m.NotConfigured(); err != nil {
+				e := asErr(t, err)
+				got = string(e.Code) + " " + e.Param + " " + e.Message
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("NotConfigured() mismatch (-want +got):\n%s", diff)
+			}
+			if m.Configured() != (tc.want == "") {
+				t.Errorf("Configured() = %v, want %v", m.Configured(), tc.want == "")
+			}
+			if !cat.Lookup("m").Configured() {
+				t.Error("the catalog WithStatus copied says it is not configured")
+			}
+		})
 	}
 }
 

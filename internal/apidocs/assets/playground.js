@@ -290,9 +290,10 @@
   }
 
   // unconfigured: a model none of whose backends has an address (GET
-  // /v1/info says so with configured; older gateways only with statuses).
+  // /v1/info says so with the model's status; older gateways only with
+  // the backends' statuses).
   function unconfigured(m) {
-    if (typeof m.configured === 'boolean') return !m.configured;
+    if (m.status) return m.status === 'unconfigured';
     const bs = m.backends || [];
     return bs.length > 0 && bs.every((b) => b.status === 'unconfigured');
   }

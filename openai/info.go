@@ -16,7 +16,7 @@ func (s *Service) Info(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, s.info(p.Tenant))
+	httpx.WriteJSON(w, http.StatusOK, s.info(s.infoOf(r.Context()), p.Tenant))
 }
 
 // infoModel is a ModelInfo as GET /v1/info shows it, with the additive
@@ -33,10 +33,10 @@ type infoCatalog struct {
 	Notes  string      `json:"notes"`
 }
 
-// info is the tenant's view of the catalog.
-func (s *Service) info(t *auth.Tenant) infoCatalog {
-	out := infoCatalog{Models: []infoModel{}, Notes: s.catalog.Notes}
-	for _, m := range s.catalog.Models {
+// info is the tenant's view of cat.
+func (s *Service) info(cat *upstream.Catalog, t *auth.Tenant) infoCatalog {
+	out := infoCatalog{Models: []infoModel{}, Notes: cat.Notes}
+	for _, m := range cat.Models {
 		if !t.AllowsModel(m.Alias) {
 			continue
 		}

@@ -122,20 +122,34 @@ func (b Backends) withDefaults() Backends {
 // external router, has status unconfigured; other statuses stay as the catalog
 // says; base_url_env is omitted. A model none of whose backends can then be
 // tried is not Configured, and says which variable would configure it.
-func (c *Catalog) WithStatus(b Backends) *Catalog {
+func (c *Catalog) WithStatus(b Backends) *Catalog { return c.withStatus(b, nil) }
+
+// withStatus is WithStatus, and with rd, the statuses of a probe too: an
+// available or deprecated backend whose probe (its provider's, or the
+// external router's) found it configured but unreachable is unconfigured, as
+// /readyz reports it.
+func (c *Catalog) withStatus(b Backends, rd *Readiness) *Catalog {
 	out := c.Clone()
 	for i := range out.Models {
 		m := &out.Models[i]
 		m.setup = setupOf(m, b)
 		for j := range m.Backends {
 			be := &m.Backends[j]
-			if !b.Configured(be.urlProvider()) {
+			tried := be.Status == StatusAvailable || be.Status == StatusDeprecated
+			if !b.Configured(be.urlProvider()) || tried && rd != nil && unreachable(rd, probeKey(be.urlProvider(), b)) {
 				be.Status = StatusUnconfigured
 			}
 			be.BaseURLEnv = ""
 		}
 	}
 	return out
+}
+
+// unreachable reports whether rd probed key and found it configured but not
+// reachable.
+func unreachable(rd *Readiness, key string) bool {
+	p, ok := rd.Probes[key]
+	return ok && p.Configured && !p.Reachable
 }
 
 // setupOf says what would give m a backend to try with b, "" when it has

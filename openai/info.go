@@ -22,9 +22,14 @@ func (s *Service) Info(w http.ResponseWriter, r *http.Request) {
 // infoModel is a ModelInfo as GET /v1/info shows it, with the additive
 // field status: unconfigured for a model none of whose backends is
 // configured (it answers model_not_configured), available otherwise.
+//
+// context_window is the effective window (upstream.ModelInfo.Window: what its
+// servers said they serve, else the catalog's), and the additive
+// context_window_source says where it came from.
 type infoModel struct {
 	upstream.ModelInfo
-	Status upstream.Status `json:"status"`
+	Status              upstream.Status `json:"status"`
+	ContextWindowSource string          `json:"context_window_source"`
 }
 
 // infoCatalog is the ModelCatalog of GET /v1/info.
@@ -46,7 +51,8 @@ func (s *Service) info(cat *upstream.Catalog, t *auth.Tenant) infoCatalog {
 			backends[i] = b
 		}
 		m.Backends = backends
-		out.Models = append(out.Models, infoModel{ModelInfo: m, Status: modelStatus(&m)})
+		m.ContextWindow = m.Window()
+		out.Models = append(out.Models, infoModel{ModelInfo: m, Status: modelStatus(&m), ContextWindowSource: m.WindowSource()})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
@@ -68,6 +69,32 @@ type ModelInfo struct {
 	// setup, set by WithStatus on a model none of whose backends can be
 	// tried, says what would configure one; "" means configured.
 	setup string
+	// learned is the context window its servers said they serve
+	// (Learner), shared by every copy of the catalog made after the cell
+	// exists, so that what is learned on SIGHUP reaches every reader.
+	learned *learnedCell
+}
+
+// SourceCatalog is the WindowSource of a context window the catalog gives.
+const SourceCatalog = "catalog"
+
+// Window is the effective context window of m: the one its servers said
+// they serve when a Learner learned one, else ContextWindow. The pre-flight
+// context-window check and the quota's reservation use it.
+func (m *ModelInfo) Window() int {
+	if w := m.learned.load(); w != nil {
+		return w.tokens
+	}
+	return m.ContextWindow
+}
+
+// WindowSource says where Window comes from: SourceCatalog, or the server
+// answer a Learner read it from (the Source constants).
+func (m *ModelInfo) WindowSource() string {
+	if w := m.learned.load(); w != nil {
+		return w.source
+	}
+	return SourceCatalog
 }
 
 // Configured reports whether a backend of m's chain can be tried. It is
@@ -193,7 +220,8 @@ func (c *Catalog) Aliases() []string {
 	return out
 }
 
-// Clone returns an indexed deep copy of c that shares no memory with it.
+// Clone returns an indexed deep copy of c that shares no memory with it but
+// the learned context windows (Window), which every copy sees alike.
 func (c *Catalog) Clone() *Catalog {
 	out := &Catalog{Notes: c.Notes, Models: make([]ModelInfo, len(c.Models))}
 	for i, m := range c.Models {
@@ -212,10 +240,14 @@ func (c *Catalog) Clone() *Catalog {
 }
 
 // reindex rebuilds the alias index; on duplicate aliases the first one wins
-// (validate rejects duplicates anyway).
+// (validate rejects duplicates anyway). A model without a learned-window cell
+// gets one.
 func (c *Catalog) reindex() {
 	c.index = make(map[string]int, len(c.Models))
 	for i := range c.Models {
+		if c.Models[i].learned == nil {
+			c.Models[i].learned = new(learnedCell)
+		}
 		if _, dup := c.index[c.Models[i].Alias]; !dup {
 			c.index[c.Models[i].Alias] = i
 		}
@@ -228,4 +260,20 @@ func clonePtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// learnedCell holds a model's learned context window; nil or empty means none.
+type learnedCell struct{ v atomic.Pointer[learnedWindow] }
+
+// learnedWindow is one learned context window and where it came from.
+type learnedWindow struct {
+	tokens int
+	source string
+}
+
+func (c *learnedCell) load() *learnedWindow {
+	if c == nil {
+		return nil
+	}
+	return c.v.Load()
 }

@@ -228,7 +228,7 @@ func (r *request) checkContent(m *upstream.ModelInfo) error {
 func (r *request) checkWindow(res *Result, system string, l outputLimits, alias string) error {
 	res.PromptTokens = r.estimate(system)
 	limit := max(deref(l.maxTokens), deref(l.maxCompletion))
-	window := res.Model.ContextWindow
+	window := res.Model.Window() // learned from its servers, else the catalog's
 	if window > 0 && int64(res.PromptTokens)+limit > int64(window) {
 		return errcat.Newf(errcat.ContextWindowExceeded, paramMessages,
 			"The request needs about %d tokens (a prompt estimate of %d plus max_tokens %d), more than the context window of %s (%d tokens).",

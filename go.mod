@@ -8,6 +8,7 @@ require (
 	github.com/julienschmidt/httprouter v1.3.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/sethvargo/go-envconfig v1.4.3
 	github.com/swaggo/files/v2 v2.0.2
 	github.com/tmaxmax/go-sse v0.11.0

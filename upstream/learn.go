@@ -28,6 +28,10 @@ const (
 	SourceOllama = "ollama:/api/show"
 )
 
+// LearnUserAgent is the User-Agent of a Learner's requests, so that a
+// server's log (and upstreamtest's fake) can tell them from model calls.
+const LearnUserAgent = "chatgw-learn"
+
 // DefaultLearnTimeout bounds each request a Learner sends.
 const DefaultLearnTimeout = 2 * time.Second
 
@@ -279,7 +283,7 @@ func (s *server) get(ctx context.Context, method, url string, body []byte, v any
 		return fmt.Errorf("invalid URL")
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "chatgw-learn")
+	req.Header.Set("User-Agent", LearnUserAgent)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

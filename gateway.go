@@ -67,9 +67,12 @@ type Gateway struct {
 	// limitFailLogged is the unix second of the last log line of a failed
 	// limiter, so that an outage logs once a second, not once a request.
 	limitFailLogged atomic.Int64
-	catalog         *upstream.Catalog // with backend statuses, as /v1/info shows it
-	log             *slog.Logger
-	metrics         *metrics.Metrics // nil: no metrics
+	catalog         *upstream.Catalog // with backend statuses from the configuration
+	// health is the latest probe of the backends, which /readyz refreshes
+	// and /v1/info shows; nil when the Upstream cannot probe.
+	health  *upstream.Health
+	log     *slog.Logger
+	metrics *metrics.Metrics // nil: no metrics
 
 	errorsJSON http.Handler
 	errorsHTML http.Handler
@@ -167,6 +170,11 @@ func (g *Gateway) wire() error {
 		c.upstream = r
 		g.closers = append(g.closers, r.Close)
 	}
+	if p, ok := c.upstream.(upstream.Prober); ok {
+		// /readyz and /v1/info read the backends' statuses from one probe.
+		g.health = upstream.NewHealth(p, c.catalog, c.backends, c.clock, 0)
+		g.closers = append(g.closers, g.health.Close)
+	}
 	// Every family reaches the upstream through the observation layer
 	// (observe), which notes each call in the usage record of a metered
 	// request. The usage Service writes
@@ -219,8 +227,12 @@ func (g *Gateway) wireFamilies() error {
 		ReservationTTL: max(quota.DefaultReservationTTL, c.backends.TotalTimeout+5*time.Minute),
 		Refused:        g.quotaRefused(),
 	})
+	var info func(context.Context) *upstream.Catalog
+	if g.health != nil {
+		info = g.health.Catalog
+	}
 	g.openai = openai.New(openai.Config{
-		Upstream: c.upstream, Catalog: g.catalog, Clock: c.clock, Store: c.store,
+		Upstream: c.upstream, Catalog: g.catalog, Info: info, Clock: c.clock, Store: c.store,
 		Logger: c.logger, Inject: g.mem.SystemContext, KeepaliveInterval: c.keepalive,
 		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
 	})

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -395,6 +396,18 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 		s.begin(http.StatusOK)
 	}
 	n, err := s.ResponseWriter.Write(b)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// WriteString is Write without copying s when the wrapped writer takes
+// strings too (net/http's does): the relay writes each SSE event in string
+// pieces, which io.WriteString would otherwise copy one by one.
+func (s *statusWriter) WriteString(str string) (int, error) {
+	if !s.wrote {
+		s.begin(http.StatusOK)
+	}
+	n, err := io.WriteString(s.ResponseWriter, str)
 	s.bytes += int64(n)
 	return n, err
 }

@@ -78,14 +78,17 @@ func WithDataDir(dir string) Option {
 }
 
 // WithUpstream sets how models are reached. If nil (the default), New builds the
-// HTTP router over the backends of WithBackends and the model catalog.
+// HTTP router over the backends of WithBackends and the model catalog. The
+// backends of WithBackends still decide the statuses of /v1/info and which
+// models answer model_not_configured: pass those your Upstream serves.
 func WithUpstream(u Upstream) Option {
 	return func(c *config) error { c.upstream = u; return nil }
 }
 
 // WithBackends sets the URLs, keys and time-outs of the local backend, the cloud
 // hosts and the optional external router, for the default upstream router and for
-// the backend statuses of /v1/info and /readyz. Default: the local backend at
+// the backend statuses of /v1/info and /readyz: a model none of whose backends
+// has a URL here answers model_not_configured. Default: the local backend at
 // http://127.0.0.1:11434/v1, no cloud host.
 func WithBackends(b upstream.Backends) Option {
 	return func(c *config) error { c.backends = b; return nil }

@@ -57,11 +57,13 @@ type readyReport struct {
 
 // readyz probes the router and the backends in parallel (1 s each) and answers
 // 200 when the router is available, 503 otherwise, with the report either way.
+// The probe becomes the latest one /v1/info shows (upstream.Health).
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	rep := readyReport{Router: upstream.StatusUnconfigured, LocalBackend: upstream.StatusUnconfigured}
-	if p, ok := g.cfg.upstream.(upstream.Prober); ok {
+	if g.health != nil {
+		// Recorded for /v1/info, which then shows what this probe found.
 		ctx, cancel := context.WithTimeout(r.Context(), 1500*time.Millisecond)
-		res := p.Probe(ctx)
+		res := g.health.Probe(ctx)
 		cancel()
 		rep.Router, rep.LocalBackend, rep.Probes = res.Router, res.LocalBackend, res.Probes
 	} else {

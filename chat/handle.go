@@ -90,7 +90,7 @@ func (s *Service) Chat(w http.ResponseWriter, r *http.Request) {
 		Model:     t.alias,
 		Clock:     s.clock,
 		Keepalive: s.keepalive,
-		MaxBytes:  s.maxReplyBytes(t, pf.Model.ContextWindow),
+		MaxBytes:  s.maxReplyBytes(t, pf.Model.Window()),
 	})
 }
 

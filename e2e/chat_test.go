@@ -186,8 +186,10 @@ func TestChatCompletionsPreflight(t *testing.T) {
 		}
 		// what the fake itself answers to that body, fetched directly
 		direct := doURL(t, client, "POST", g.Local.URL+"/chat/completions", "", "", mustJSON(up), nil)
-		if strings.TrimSpace(string(r.Body)) != strings.TrimSpace(string(direct.Body)) {
-			t.Errorf("answer not relayed verbatim:\n got %s\nwant %s (issue 3 item 3)", r.Body, direct.Body)
+		// verbatim but for its model, the alias asked for (issue 16 item 7)
+		wantBody := strings.Replace(string(direct.Body), `"model":"lm-4-scout:17b-16e-instruct-q4_K_M"`, `"model":"lm-4-scout-local"`, 1)
+		if strings.TrimSpace(string(r.Body)) != strings.TrimSpace(wantBody) {
+			t.Errorf("answer not relayed verbatim:\n got %s\nwant %s (issue 3 item 3, issue 16 item 7)", r.Body, wantBody)
 		}
 		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 			t.Errorf("Content-Type %q, want application/json (DECISIONS 8.30)", ct)
@@ -357,7 +359,7 @@ func TestConsentLocalOnlyChain(t *testing.T) {
 		b := chatBody("lm-4-scout-cloudA", "x")
 		b["attachments"] = []any{map[string]any{"kind": "document", "doc_name": "plan.txt", "content": "local only plan"}}
 		return b
-	}()), 503, "overloaded_error", "upstream_unavailable", anyParam, "a pinned unconfigured cloud alias has no backend (DECISIONS 8.20)")
+	}()), 400, "invalid_request_error", "model_not_configured", "model", "a pinned unconfigured cloud alias has no backend (issue 16 item 7)")
 }
 
 func TestMoreChatEdges(t *testing.T) {

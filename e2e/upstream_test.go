@@ -122,7 +122,7 @@ func TestFallback(t *testing.T) {
 		}, want{status: 429, code: "upstream_bad_request", typ: "invalid_request_error", local: 1, cloudA: 1, cloudB: 1, retryAfter: "3"}, "DECISIONS 8.13"},
 		{"all unconfigured", "lm-4-scout", func(t *testing.T, s *setup) {
 			s.LocalURL, s.CloudAURL, s.CloudBURL = emptyURL, unset, unset
-		}, want{status: 503, code: "upstream_unavailable", typ: "overloaded_error"}, "DECISIONS 8.20"},
+		}, want{status: 400, code: "model_not_configured", typ: "invalid_request_error"}, "issue 16 item 7: not a 503 that a retry cannot fix"},
 	}
 	// the model each backend gets for lm-4-scout: its router_alias (DECISIONS 8.5)
 	routerAlias := map[string]string{"chatcmpl-local": "lm-4-scout:17b-16e-instruct-q4_K_M", "chatcmpl-clouda": "lm-4-scout-17b-16e-instruct", "chatcmpl-cloudb": "lm-4-scout-17b-16e-instruct:free"}
@@ -253,7 +253,8 @@ func TestStreaming(t *testing.T) {
 		up := lastBody(t, g.Local, "/chat/completions")
 		// what the fake sends for that body, fetched directly
 		direct := doURL(t, client, "POST", g.Local.URL+"/chat/completions", "", "", mustJSON(up), nil)
-		want := testkit.ParseSSE(t, string(direct.Body))
+		// byte for byte but for each chunk's model, the alias asked for (issue 16 item 7)
+		want := testkit.ParseSSE(t, strings.ReplaceAll(string(direct.Body), `"model":"lm-4-scout:17b-16e-instruct-q4_K_M"`, `"model":"lm-4-scout-local"`))
 		got := testkit.ParseSSE(t, string(r.Body))
 		if mustJSON(got) != mustJSON(want) {
 			t.Errorf("relayed stream differs from the upstream's:\n got %s\nwant %s (issue 3 item 3: chunks keep the OpenAI shape exactly)", mustJSON(got), mustJSON(want))

@@ -116,6 +116,9 @@ func (s *Service) checkGenerate(obj httpx.Object, t *auth.Tenant, cfg tenantconf
 			return nil, errcat.New(errcat.MissingField, "model",
 				"model is required: this tenant has no default image generation model; GET /v1/models lists the models.")
 		}
+		if err := req.model.NotConfigured(); err != nil {
+			return nil, err
+		}
 	} else {
 		alias, err := obj.Model()
 		if err != nil {

@@ -52,6 +52,12 @@ func (f *fakeUpstream) Calls() []call {
 
 const completionJSON = `{"id":"chatcmpl-7","object":"chat.completion","created":1700000000,"model":"scout-17b","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`
 
+// asAlias is an upstream answer as the client gets it: its "model" (the
+// backend's scout-17b in completionJSON) is the alias the client asked for.
+func asAlias(answer, alias string) string {
+	return strings.Replace(answer, `"model":"scout-17b"`, `"model":"`+alias+`"`, 1)
+}
+
 func answerJSON(body string) func(context.Context, *upstream.Request) (*upstream.Response, error) {
 	return func(context.Context, *upstream.Request) (*upstream.Response, error) {
 		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},

@@ -36,8 +36,9 @@ func TestChatCompletionsKeepalive(t *testing.T) {
 			s.ChatCompletions(w, request("POST", "/v1/chat/completions", streamBody, allTenants, nil))
 			close(done)
 		}()
-		first := "data: " + chunkOf(`{"index":0,"delta":{"content":"a"}}`) + "\n\n"
-		io.WriteString(pw, first)
+		sent := "data: " + chunkOf(`{"index":0,"delta":{"content":"a"}}`) + "\n\n"
+		io.WriteString(pw, sent)
+		first := strings.Replace(sent, `"model":"scout-cloud"`, `"model":"lm-4-scout"`, 1) // the client's alias
 		time.Sleep(4 * time.Second)
 		synctest.Wait()
 		if got := w.String(); got != first {

@@ -107,8 +107,8 @@ func TestChatCompletionsForwardsVerbatim(t *testing.T) {
 	s := newService(up)
 	body := `{"messages":[{"role":"user","content":"hi"}],"user":"end-user-7","x_vendor":{"k":[1,2.50,null]},"model":"lm-4-scout","n":1}`
 	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
-	if w.Code != 200 || w.Body.String() != completionJSON || w.Header().Get("Content-Type") != "application/json" {
-		t.Fatalf("answer %d %q %v, want 200 and the completion verbatim", w.Code, w.Body, w.Header())
+	if w.Code != 200 || w.Body.String() != asAlias(completionJSON, "lm-4-scout") || w.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("answer %d %q %v, want 200 and the completion verbatim but for its model", w.Code, w.Body, w.Header())
 	}
 	for _, h := range []string{"GW-Notice", "Gw-Applied", "X-Rust-Api-Applied"} {
 		if v := w.Header().Get(h); v != "" {
@@ -332,7 +332,7 @@ func TestChatCompletionsStream(t *testing.T) {
 	if err := json.Unmarshal([]byte(notice.Data), &n); err != nil {
 		t.Fatal(err)
 	}
-	if n.ID != "chatcmpl-s1" || n.Object != "chat.completion.chunk" || n.Created != 1700000100 || n.Model != "scout-cloud" ||
+	if n.ID != "chatcmpl-s1" || n.Object != "chat.completion.chunk" || n.Created != 1700000100 || n.Model != "lm-reason" ||
 		n.Choices == nil || len(n.Choices) != 0 || n.Notice.Code != "backend_fallback" || !strings.Contains(n.Notice.Message, "scout-cloud") {
 		t.Errorf("gw.notice = %+v", n)
 	}
@@ -346,7 +346,7 @@ func TestChatCompletionsJSONNotice(t *testing.T) {
 	}}
 	w := testkit.Record(newService(up).ChatCompletions, request("POST", "/v1/chat/completions",
 		`{"model":"lm-4-scout","messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
-	if got := w.Header().Get("GW-Notice"); got != "backend_fallback" || w.Body.String() != completionJSON {
+	if got := w.Header().Get("GW-Notice"); got != "backend_fallback" || w.Body.String() != asAlias(completionJSON, "lm-4-scout") {
 		t.Errorf("GW-Notice %q body %s; want backend_fallback and the completion", got, w.Body)
 	}
 }

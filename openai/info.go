@@ -16,13 +16,32 @@ func (s *Service) Info(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, s.info(p.Tenant))
+	httpx.WriteJSON(w, http.StatusOK, s.info(s.infoOf(r.Context()), p.Tenant))
 }
 
-// info is the tenant's view of the catalog.
-func (s *Service) info(t *auth.Tenant) upstream.Catalog {
-	out := upstream.Catalog{Models: []upstream.ModelInfo{}, Notes: s.catalog.Notes}
-	for _, m := range s.catalog.Models {
+// infoModel is a ModelInfo as GET /v1/info shows it, with the additive
+// field status: unconfigured for a model none of whose backends is
+// configured (it answers model_not_configured), available otherwise.
+//
+// context_window is the effective window (upstream.ModelInfo.Window: what its
+// servers said they serve, else the catalog's), and the additive
+// context_window_source says where it came from.
+type infoModel struct {
+	upstream.ModelInfo
+	Status              upstream.Status `json:"status"`
+	ContextWindowSource string          `json:"context_window_source"`
+}
+
+// infoCatalog is the ModelCatalog of GET /v1/info.
+type infoCatalog struct {
+	Models []infoModel `json:"models"`
+	Notes  string      `json:"notes"`
+}
+
+// info is the tenant's view of cat.
+func (s *Service) info(cat *upstream.Catalog, t *auth.Tenant) infoCatalog {
+	out := infoCatalog{Models: []infoModel{}, Notes: cat.Notes}
+	for _, m := range cat.Models {
 		if !t.AllowsModel(m.Alias) {
 			continue
 		}
@@ -32,7 +51,17 @@ func (s *Service) info(t *auth.Tenant) upstream.Catalog {
 			backends[i] = b
 		}
 		m.Backends = backends
-		out.Models = append(out.Models, m)
+		m.ContextWindow = m.Window()
+		out.Models = append(out.Models, infoModel{ModelInfo: m, Status: modelStatus(&m), ContextWindowSource: m.WindowSource()})
 	}
 	return out
+}
+
+// modelStatus is the additive status of a model in /v1/info and
+// /v1/models: unconfigured when it answers model_not_configured.
+func modelStatus(m *upstream.ModelInfo) upstream.Status {
+	if !m.Configured() {
+		return upstream.StatusUnconfigured
+	}
+	return upstream.StatusAvailable
 }

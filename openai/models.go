@@ -20,11 +20,15 @@ type modelList struct {
 	Data   []modelItem `json:"data"`
 }
 
+// modelItem is an OpenAI model object with the additive status of
+// /v1/info's models (modelStatus), so that a client choosing from the list
+// sees which models have no configured backend.
 type modelItem struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
+	ID      string          `json:"id"`
+	Object  string          `json:"object"`
+	Created int64           `json:"created"`
+	OwnedBy string          `json:"owned_by"`
+	Status  upstream.Status `json:"status"`
 }
 
 // cachedList is an encoded /v1/models answer and when it expires.
@@ -88,7 +92,7 @@ func (s *Service) item(m *upstream.ModelInfo) modelItem {
 	if owner == "" {
 		owner = "chatgw"
 	}
-	return modelItem{ID: m.Alias, Object: "model", Created: s.created, OwnedBy: owner}
+	return modelItem{ID: m.Alias, Object: "model", Created: s.created, OwnedBy: owner, Status: modelStatus(m)}
 }
 
 // GetModel serves GET /v1/models/{id}, OpenAI's model retrieval: the model

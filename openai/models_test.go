@@ -23,6 +23,7 @@ type modelList struct {
 		Object  string `json:"object"`
 		Created int64  `json:"created"`
 		OwnedBy string `json:"owned_by"`
+		Status  string `json:"status"`
 	} `json:"data"`
 }
 
@@ -115,7 +116,7 @@ func TestInfo(t *testing.T) {
 				"context_window": float64(100000),
 				"modalities": map[string]any{"text_in": true, "text_out": true, "image_in": true, "audio_in": false,
 					"video_in": false, "image_out": false},
-				"tools": false, "json_mode": false, "reasoning_mode": false, "license": "open",
+				"status": "available", "context_window_source": "catalog", "tools": false, "json_mode": false, "reasoning_mode": false, "license": "open",
 				"backends": []any{map[string]any{"provider": "local", "router_alias": "scout-local", "status": "available",
 					"notes": nil, "pricing": nil}},
 				"constraints": map[string]any{"accepts_image_url": false, "min_max_tokens": nil, "typical_response_seconds": nil},
@@ -126,7 +127,7 @@ func TestInfo(t *testing.T) {
 				"context_window": float64(100000),
 				"modalities": map[string]any{"text_in": true, "text_out": true, "image_in": false, "audio_in": false,
 					"video_in": false, "image_out": false},
-				"tools": false, "json_mode": false, "reasoning_mode": true, "license": "open",
+				"status": "available", "context_window_source": "catalog", "tools": false, "json_mode": false, "reasoning_mode": true, "license": "open",
 				"backends": []any{map[string]any{"provider": "cloudA", "router_alias": "scout-clouda", "status": "available",
 					"notes": nil, "pricing": "free tier"}},
 				"constraints": map[string]any{"accepts_image_url": false, "min_max_tokens": float64(200), "typical_response_seconds": nil},
@@ -161,8 +162,8 @@ func TestGetModel(t *testing.T) {
 		tenant *auth.Tenant
 		want   string // the model's JSON, or the error
 	}{
-		{"lm-4-scout", allTenants, `{"id":"lm-4-scout","object":"model","created":1746100800,"owned_by":"lm-4"}`},
-		{"lm-embed", restricted, `{"id":"lm-embed","object":"model","created":1746100800,"owned_by":"lm-e"}`},
+		{"lm-4-scout", allTenants, `{"id":"lm-4-scout","object":"model","created":1746100800,"owned_by":"lm-4","status":"available"}`},
+		{"lm-embed", restricted, `{"id":"lm-embed","object":"model","created":1746100800,"owned_by":"lm-e","status":"available"}`},
 		{"lm-4-scout", restricted, "404 route_not_found"},
 		{"gpt-5", allTenants, "404 route_not_found"},
 	}
@@ -184,5 +185,42 @@ func TestGetModel(t *testing.T) {
 	entry, _ := json.Marshal(list.Data[0])
 	if got := testkit.Serve(t, router, testkit.Request{Method: "GET", Target: "/v1/models/lm-4-scout", Principal: testkit.Member(allTenants)}); strings.TrimSpace(got.Body.String()) != string(entry) {
 		t.Errorf("GET /v1/models/lm-4-scout = %s, want the list's entry %s", got.Body, entry)
+	}
+}
+
+// TestUnconfiguredModel: a model none of whose backends has an address is
+// marked unconfigured in /v1/info and /v1/models, and a chat with it
+// answers 400 model_not_configured naming the variable to set, without an
+// upstream call.
+func TestUnconfiguredModel(t *testing.T) {
+	up := &fakeUpstream{}
+	// Only the local backend has an address: lm-reason goes to cloudA alone.
+	cat := testCatalog().WithStatus(upstream.Backends{LocalURL: "http://127.0.0.1:1/v1"})
+	s := openai.New(openai.Config{Upstream: up, Catalog: cat})
+	tenant := &auth.Tenant{ID: "b", Models: []string{"lm-reason", "lm-4-scout-local"}}
+
+	w := testkit.Record(s.Info, request("GET", "/v1/info", "", tenant, nil))
+	var info struct {
+		Models []struct{ Alias, Status string } `json:"models"`
+	}
+	testkit.Decode(t, w, 200, &info)
+	_, list := listModels(t, s, tenant)
+	got := map[string][2]string{}
+	for i, m := range info.Models {
+		got[m.Alias] = [2]string{m.Status, list.Data[i].Status}
+	}
+	want := map[string][2]string{"lm-reason": {"unconfigured", "unconfigured"}, "lm-4-scout-local": {"available", "available"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("statuses in /v1/info and /v1/models mismatch (-want +got):\n%s", diff)
+	}
+
+	w = testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions",
+		`{"model":"lm-reason","messages":[{"role":"user","content":"x"}]}`, tenant, nil))
+	testkit.CheckError(t, w, testkit.Error{Status: 400, Code: "model_not_configured", Param: "model"})
+	if !strings.Contains(w.Body.String(), "GATEWAY_CLOUDA_URL") {
+		t.Errorf("message %s does not name GATEWAY_CLOUDA_URL", w.Body)
+	}
+	if n := len(up.Calls()); n != 0 {
+		t.Errorf("upstream called %d times", n)
 	}
 }

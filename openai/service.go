@@ -55,7 +55,10 @@
 // the tenant's allowlist allows: the same aliases as /v1/models, so that "the
 // list of exposed aliases" is one list, and a client choosing a model
 // from /v1/info never meets model_not_in_allowlist. Catalog-file-only fields
-// (base_url_env) are left out; kind is an additive field of ModelInfo.
+// (base_url_env) are left out; kind is an additive field of ModelInfo, and so
+// is status (unconfigured for a model that answers model_not_configured). The
+// backends' statuses are those of the latest probe (Config.Info), the one
+// GET /readyz made or found.
 package openai
 
 import (
@@ -81,6 +84,11 @@ type Config struct {
 	// service only reads it; whoever updates it must not do so while requests
 	// run.
 	Catalog *upstream.Catalog
+	// Info returns the catalog as GET /v1/info shows it now: Catalog with
+	// the backend statuses of the latest probe (upstream.Health.Catalog),
+	// so that /v1/info and /readyz agree. It must answer without waiting
+	// for the network but the first time. Nil means Catalog as it is.
+	Info func(ctx context.Context) *upstream.Catalog
 	// Clock drives the /v1/models cache and the created times. Nil means
 	// clock.Wall.
 	Clock clock.Clock
@@ -121,6 +129,7 @@ type Config struct {
 type Service struct {
 	up       upstream.Upstream
 	catalog  *upstream.Catalog
+	infoOf   func(ctx context.Context) *upstream.Catalog // Config.Info, never nil
 	clock    clock.Clock
 	logger   *slog.Logger
 	maxBytes int64
@@ -140,6 +149,10 @@ func New(cfg Config) *Service {
 		logger:   cfg.Logger,
 		maxBytes: cfg.MaxResponseBytes,
 		models:   map[string]cachedList{},
+		infoOf:   cfg.Info,
+	}
+	if s.infoOf == nil {
+		s.infoOf = func(context.Context) *upstream.Catalog { return s.catalog }
 	}
 	if s.clock == nil {
 		s.clock = clock.Wall{}

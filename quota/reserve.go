@@ -14,9 +14,18 @@ const DefaultReserveCap = 4096
 func Reserve(m *upstream.ModelInfo, promptTokens int, maxOutput int64) int64 {
 	if maxOutput < 0 {
 		maxOutput = DefaultReserveCap
-		if m != nil && m.ContextWindow > 0 {
-			maxOutput = int64(max(min(m.ContextWindow-promptTokens, DefaultReserveCap), 0))
+		if w := window(m); w > 0 {
+			maxOutput = int64(max(min(w-promptTokens, DefaultReserveCap), 0))
 		}
 	}
 	return maxOutput + int64(promptTokens)
+}
+
+// window is m's effective context window (learned from its servers, else
+// the catalog's), 0 for no model.
+func window(m *upstream.ModelInfo) int {
+	if m == nil {
+		return 0
+	}
+	return m.Window()
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -119,19 +120,65 @@ func (b Backends) withDefaults() Backends {
 // WithStatus returns a copy of the catalog as GET /v1/info shows it for b: a
 // backend whose provider URL (base_url_env, else provider) is unset, with no
 // external router, has status unconfigured; other statuses stay as the catalog
-// says; base_url_env is omitted.
-func (c *Catalog) WithStatus(b Backends) *Catalog {
+// says; base_url_env is omitted. A model none of whose backends can then be
+// tried is not Configured, and says which variable would configure it.
+func (c *Catalog) WithStatus(b Backends) *Catalog { return c.withStatus(b, nil) }
+
+// withStatus is WithStatus, and with rd, the statuses of a probe too: an
+// available or deprecated backend whose probe (its provider's, or the
+// external router's) found it configured but unreachable is unconfigured, as
+// /readyz reports it.
+func (c *Catalog) withStatus(b Backends, rd *Readiness) *Catalog {
 	out := c.Clone()
 	for i := range out.Models {
-		for j := range out.Models[i].Backends {
-			be := &out.Models[i].Backends[j]
-			if !b.Configured(be.urlProvider()) {
+		m := &out.Models[i]
+		m.setup = setupOf(m, b)
+		for j := range m.Backends {
+			be := &m.Backends[j]
+			tried := be.Status == StatusAvailable || be.Status == StatusDeprecated
+			if !b.Configured(be.urlProvider()) || tried && rd != nil && unreachable(rd, probeKey(be.urlProvider(), b)) {
 				be.Status = StatusUnconfigured
 			}
 			be.BaseURLEnv = ""
 		}
 	}
 	return out
+}
+
+// unreachable reports whether rd probed key and found it configured but not
+// reachable.
+func unreachable(rd *Readiness, key string) bool {
+	p, ok := rd.Probes[key]
+	return ok && p.Configured && !p.Reachable
+}
+
+// setupOf says what would give m a backend to try with b, "" when it has
+// one: the variables of the unset URLs of its backends that the catalog lets
+// be tried (the chain is tried "in order", so any of them is enough), or the
+// catalog file itself when it marks every backend planned or unconfigured.
+func setupOf(m *ModelInfo, b Backends) string {
+	var vars []string
+	for i := range m.Backends {
+		be := &m.Backends[i]
+		if be.Status == StatusPlanned || be.Status == StatusUnconfigured {
+			continue
+		}
+		if b.Configured(be.urlProvider()) {
+			return ""
+		}
+		if v := urlVariable(be.urlProvider()); !slices.Contains(vars, v) {
+			vars = append(vars, v)
+		}
+	}
+	if len(vars) == 0 {
+		return "the models file (GATEWAY_MODELS_FILE) marks each of its backends planned or unconfigured; mark one available"
+	}
+	return "set " + strings.Join(vars, " or ") + " (or GATEWAY_ROUTER_URL, an external router) and restart the gateway"
+}
+
+// urlVariable is gatewayd's variable of provider's base URL.
+func urlVariable(provider string) string {
+	return "GATEWAY_" + strings.ToUpper(provider) + "_URL"
 }
 
 // joinURL appends an API path ("/chat/completions") to a base URL ("…/v1").

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
@@ -39,7 +40,9 @@ const (
 // WithStatus has an index that makes Lookup O(1); its Models must not be changed
 // afterwards (build a new one instead). The index is an unexported field, so compare
 // catalogs in tests with cmpopts.IgnoreUnexported(upstream.Catalog{}). A Catalog
-// decoded from JSON directly works too, with a linear Lookup.
+// decoded from JSON directly works too, with a linear Lookup. ModelInfo has
+// unexported state too (what WithStatus finds): compare with
+// cmpopts.IgnoreUnexported(upstream.Catalog{}, upstream.ModelInfo{}).
 type Catalog struct {
 	Models []ModelInfo `json:"models"`
 	Notes  string      `json:"notes"`
@@ -62,6 +65,54 @@ type ModelInfo struct {
 	Backends      []BackendInfo `json:"backends"`
 	Constraints   Constraints   `json:"constraints"`
 	Notes         string        `json:"notes"`
+
+	// setup, set by WithStatus on a model none of whose backends can be
+	// tried, says what would configure one; "" means configured.
+	setup string
+	// learned is the context window its servers said they serve
+	// (Learner), shared by every copy of the catalog made after the cell
+	// exists, so that what is learned on SIGHUP reaches every reader.
+	learned *learnedCell
+}
+
+// SourceCatalog is the WindowSource of a context window the catalog gives.
+const SourceCatalog = "catalog"
+
+// Window is the effective context window of m: the one its servers said
+// they serve when a Learner learned one, else ContextWindow. The pre-flight
+// context-window check and the quota's reservation use it.
+func (m *ModelInfo) Window() int {
+	if w := m.learned.load(); w != nil {
+		return w.tokens
+	}
+	return m.ContextWindow
+}
+
+// WindowSource says where Window comes from: SourceCatalog, or the server
+// answer a Learner read it from (the Source constants).
+func (m *ModelInfo) WindowSource() string {
+	if w := m.learned.load(); w != nil {
+		return w.source
+	}
+	return SourceCatalog
+}
+
+// Configured reports whether a backend of m's chain can be tried. It is
+// false only in a catalog made by WithStatus (as /v1/info shows it), for a
+// model none of whose backends has an address (its provider's URL unset,
+// without an external router) or may be tried (planned or unconfigured in
+// the catalog file).
+func (m *ModelInfo) Configured() bool { return m.setup == "" }
+
+// NotConfigured returns model_not_configured (param model), whose message
+// says which variable to set, for a model that is not Configured; nil
+// otherwise. Retrying cannot help such a model, so it is not the 503
+// upstream_unavailable of a backend that does not answer.
+func (m *ModelInfo) NotConfigured() error {
+	if m.setup == "" {
+		return nil
+	}
+	return errcat.Newf(errcat.ModelNotConfigured, "model", "Model %q has no configured backend: %s.", m.Alias, m.setup)
 }
 
 // Modalities are the supported input and output modalities.
@@ -132,13 +183,17 @@ func (c *Catalog) Lookup(alias string) *ModelInfo {
 }
 
 // LookupKind returns the model alias when it has kind and tenant t allows it,
-// else model_not_in_allowlist (model). The result points into the catalog and
-// must not be modified.
+// else model_not_in_allowlist (model); a model that is not Configured is
+// model_not_configured (model). The result points into the catalog and must
+// not be modified.
 func (c *Catalog) LookupKind(t *auth.Tenant, alias, kind string) (*ModelInfo, error) {
 	m := c.Lookup(alias)
 	if m == nil || m.Kind != kind || !t.AllowsModel(alias) {
 		return nil, errcat.Newf(errcat.ModelNotInAllowlist, "model",
 			"Model %q is not %s model this tenant may use; GET /v1/models lists them.", alias, kindPhrase(kind))
+	}
+	if err := m.NotConfigured(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -165,7 +220,8 @@ func (c *Catalog) Aliases() []string {
 	return out
 }
 
-// Clone returns an indexed deep copy of c that shares no memory with it.
+// Clone returns an indexed deep copy of c that shares no memory with it but
+// the learned context windows (Window), which every copy sees alike.
 func (c *Catalog) Clone() *Catalog {
 	out := &Catalog{Notes: c.Notes, Models: make([]ModelInfo, len(c.Models))}
 	for i, m := range c.Models {
@@ -184,10 +240,14 @@ func (c *Catalog) Clone() *Catalog {
 }
 
 // reindex rebuilds the alias index; on duplicate aliases the first one wins
-// (validate rejects duplicates anyway).
+// (validate rejects duplicates anyway). A model without a learned-window cell
+// gets one.
 func (c *Catalog) reindex() {
 	c.index = make(map[string]int, len(c.Models))
 	for i := range c.Models {
+		if c.Models[i].learned == nil {
+			c.Models[i].learned = new(learnedCell)
+		}
 		if _, dup := c.index[c.Models[i].Alias]; !dup {
 			c.index[c.Models[i].Alias] = i
 		}
@@ -200,4 +260,20 @@ func clonePtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// learnedCell holds a model's learned context window; nil or empty means none.
+type learnedCell struct{ v atomic.Pointer[learnedWindow] }
+
+// learnedWindow is one learned context window and where it came from.
+type learnedWindow struct {
+	tokens int
+	source string
+}
+
+func (c *learnedCell) load() *learnedWindow {
+	if c == nil {
+		return nil
+	}
+	return c.v.Load()
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
@@ -161,34 +162,55 @@ const validModel = `{"alias":"m","description":"d","family":"f","kind":"chat","c
  "backends":[{"provider":"local","router_alias":"m:latest","status":"available","notes":null,"pricing":null}],
  "constraints":{"accepts_image_url":false,"min_max_tokens":null,"typical_response_seconds":null},"notes":""}`
 
-func TestParseCatalog(t *testing.T) {
-	t.Parallel()
+// catalogFiles is the table of catalog files that ParseCatalog and the
+// JSON Schema (models.schema.json) must judge alike: TestParseCatalog checks
+// the loader's errors, TestSchemaAgrees the schema. goOnly marks the rules a
+// schema cannot say (unique aliases) and text that is not one JSON value.
+var catalogFiles = func() []struct {
+	name    string
+	data    string
+	wantErr string // "" means valid
+	goOnly  bool
+} {
 	with := func(old, new string) string { return strings.Replace(validModel, old, new, 1) }
-	tests := []struct {
+	return []struct {
 		name    string
 		data    string
-		wantErr string // "" means valid
+		wantErr string
+		goOnly  bool
 	}{
-		{"object", `{"models":[` + validModel + `],"notes":"n"}`, ""},
-		{"bare array", `[` + validModel + `]`, ""},
-		{"base_url_env", `[` + with(`"status"`, `"base_url_env":"cloudA","status"`) + `]`, ""},
-		{"no models", `{"models":[]}`, "no models"},
-		{"duplicate alias", `[` + validModel + `,` + validModel + `]`, `models[1]: alias "m" already used by models[0]`},
-		{"empty alias", `[` + with(`"alias":"m"`, `"alias":""`) + `]`, "alias must be non-empty"},
-		{"unknown kind", `[` + with(`"kind":"chat"`, `"kind":"video"`) + `]`, `models[0] ("m"): unknown kind "video"`},
-		{"missing kind", `[` + with(`"kind":"chat",`, ``) + `]`, `unknown kind ""`},
-		{"zero chat window", `[` + with(`4096`, `0`) + `]`, "context_window 0 must be positive"},
-		{"negative floor", `[` + with(`"min_max_tokens":null`, `"min_max_tokens":-1`) + `]`, "min_max_tokens must not be negative"},
-		{"empty chain", `[` + with(`[{"provider":"local","router_alias":"m:latest","status":"available","notes":null,"pricing":null}]`, `[]`) + `]`, "backends: empty chain"},
-		{"unknown provider", `[` + with(`"provider":"local"`, `"provider":"cloudC"`) + `]`, `backends[0]: unknown provider "cloudC"`},
-		{"unknown base_url_env", `[` + with(`"status"`, `"base_url_env":"GATEWAY_LOCAL_URL","status"`) + `]`, `unknown base_url_env "GATEWAY_LOCAL_URL"`},
-		{"empty router_alias", `[` + with(`"m:latest"`, `""`) + `]`, "router_alias is empty"},
-		{"unknown status", `[` + with(`"available"`, `"up"`) + `]`, `unknown status "up"`},
-		{"unknown field", `[` + with(`"tools"`, `"tool":true,"tools"`) + `]`, `unknown field "tool"`},
-		{"trailing data", `[` + validModel + `] []`, "unexpected data after the catalog"},
-		{"not JSON", `models: []`, "catalog: invalid character"},
+		{"object", `{"models":[` + validModel + `],"notes":"n"}`, "", false},
+		{"bare array", `[` + validModel + `]`, "", false},
+		{"base_url_env", `[` + with(`"status"`, `"base_url_env":"cloudA","status"`) + `]`, "", false},
+		{"nulls where the loader takes them", `[` + with(`"description":"d"`, `"description":null,"modalities":null`) + `]`, "", false},
+		{"an embeddings model without a window", `[` + with(`"kind":"chat","context_window":4096,`, `"kind":"embeddings",`) + `]`, "", false},
+		{"no models", `{"models":[]}`, "line 1, column 11: models: no models", false},
+		{"duplicate alias", `[` + validModel + `,` + validModel + `]`, `line 5, column 119: models[1].alias: alias "m" already used by models[0]`, true},
+		{"empty alias", `[` + with(`"alias":"m"`, `"alias":""`) + `]`, `line 1, column 11: models[0].alias: alias must be non-empty without spaces (model "")`, false},
+		{"alias with a space", `[` + with(`"alias":"m"`, `"alias":"m x"`) + `]`, `line 1, column 11: models[0].alias: alias must be non-empty`, false},
+		{"unknown kind", `[` + with(`"kind":"chat"`, `"kind":"video"`) + `]`, `line 1, column 53: models[0].kind: unknown kind "video"`, false},
+		{"missing kind", `[` + with(`"kind":"chat",`, ``) + `]`, `line 1, column 2: models[0].kind: unknown kind ""`, false},
+		{"zero chat window", `[` + with(`4096`, `0`) + `]`, "line 1, column 77: models[0].context_window: context_window 0 must be positive", false},
+		{"missing chat window", `[` + with(`"context_window":4096,`, ``) + `]`, "line 1, column 2: models[0].context_window: context_window 0 must be positive", false},
+		{"negative floor", `[` + with(`"min_max_tokens":null`, `"min_max_tokens":-1`) + `]`, "line 5, column 60: models[0].constraints.min_max_tokens: constraints.min_max_tokens must not be negative", false},
+		{"empty chain", `[` + with(`[{"provider":"local","router_alias":"m:latest","status":"available","notes":null,"pricing":null}]`, `[]`) + `]`, "line 4, column 13: models[0].backends: backends: empty chain", false},
+		{"unknown provider", `[` + with(`"provider":"local"`, `"provider":"cloudC"`) + `]`, `line 4, column 26: models[0].backends[0].provider: unknown provider "cloudC"`, false},
+		{"unknown base_url_env", `[` + with(`"status"`, `"base_url_env":"GATEWAY_LOCAL_URL","status"`) + `]`, `line 4, column 75: models[0].backends[0].base_url_env: unknown base_url_env "GATEWAY_LOCAL_URL"`, false},
+		{"empty router_alias", `[` + with(`"m:latest"`, `""`) + `]`, "line 4, column 49: models[0].backends[0].router_alias: router_alias is empty", false},
+		{"unknown status", `[` + with(`"available"`, `"up"`) + `]`, `line 4, column 69: models[0].backends[0].status: unknown status "up"`, false},
+		{"unknown field", `[` + with(`"tools"`, `"tool":true,"tools"`) + `]`, `line 3, column 2: models[0].tool: unknown field "tool"`, false},
+		{"a field in another case", `[` + with(`"alias"`, `"Alias"`) + `]`, `line 1, column 3: models[0].Alias: unknown field "Alias"`, false},
+		{"unknown backend field", `[` + with(`"pricing":null`, `"price":null`) + `]`, `line 4, column 94: models[0].backends[0].price: unknown field "price"`, false},
+		{"unknown top-level field", `{"models":[` + validModel + `],"note":"n"}`, `line 5, column 111: note: unknown field "note"`, false},
+		{"a string where a number goes", `[` + with(`4096`, `"4096"`) + `]`, "line 1, column 83: context_window: a string where int goes", false},
+		{"trailing data", `[` + validModel + `] []`, "line 5, column 112: unexpected data after the catalog", true},
+		{"not JSON", `models: []`, "line 1, column 1: not JSON: invalid character 'm'", true},
 	}
-	for _, tt := range tests {
+}()
+
+func TestParseCatalog(t *testing.T) {
+	t.Parallel()
+	for _, tt := range catalogFiles {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cat, err := upstream.ParseCatalog([]byte(tt.data))
@@ -201,11 +223,64 @@ func TestParseCatalog(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("ParseCatalog error = %v, want it to contain %q", err, tt.wantErr)
+			if err == nil || !strings.Contains(err.Error(), "catalog: "+tt.wantErr) {
+				t.Errorf("ParseCatalog error = %v, want it to contain %q", err, "catalog: "+tt.wantErr)
 			}
 		})
 	}
+}
+
+// TestSchemaAgrees: the JSON Schema of the models file accepts exactly the
+// files of catalogFiles that ParseCatalog accepts, the built-in catalog and
+// the documented examples: one format, said twice, checked to agree.
+func TestSchemaAgrees(t *testing.T) {
+	t.Parallel()
+	c := jsonschema.NewCompiler()
+	doc, err := loadJSON("models.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("models.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("models.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, tt := range catalogFiles {
+		if !tt.goOnly {
+			files[tt.name] = tt.data
+		}
+	}
+	paths, _ := filepath.Glob("../docs/models/*.json")
+	for _, p := range append(paths, "catalog.json") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[p] = string(b)
+	}
+	for name, data := range files {
+		_, loadErr := upstream.ParseCatalog([]byte(data))
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		schemaErr := schema.Validate(inst)
+		if (loadErr == nil) != (schemaErr == nil) {
+			t.Errorf("%s: the loader says %v, the schema says %v", name, loadErr, schemaErr)
+		}
+	}
+}
+
+func loadJSON(path string) (any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return jsonschema.UnmarshalJSON(f)
 }
 
 func TestLoadCatalog(t *testing.T) {
@@ -270,11 +345,67 @@ func TestWithStatus(t *testing.T) {
 	}
 	// The original is unchanged.
 	fresh, _ := upstream.DefaultCatalog()
-	if diff := cmp.Diff(fresh, cat, cmpopts.IgnoreUnexported(upstream.Catalog{})); diff != "" {
+	if diff := cmp.Diff(fresh, cat, cmpopts.IgnoreUnexported(upstream.Catalog{}, upstream.ModelInfo{})); diff != "" {
 		t.Errorf("WithStatus changed its receiver (-want +got):\n%s", diff)
 	}
 	if view.Lookup("lm-image") == nil {
 		t.Error("WithStatus result has no working Lookup")
+	}
+}
+
+// TestNotConfigured: a model none of whose backends can be tried answers
+// model_not_configured, its message naming what to set; any backend with
+// an address (or an external router) makes it configured.
+func TestNotConfigured(t *testing.T) {
+	t.Parallel()
+	chain := func(bs ...upstream.BackendInfo) []upstream.ModelInfo {
+		return []upstream.ModelInfo{{Alias: "m", Kind: upstream.KindChat, ContextWindow: 8, Backends: bs}}
+	}
+	be := func(provider, env string, st upstream.Status) upstream.BackendInfo {
+		return upstream.BackendInfo{Provider: provider, BaseURLEnv: env, RouterAlias: "x", Status: st}
+	}
+	A, P := upstream.StatusAvailable, upstream.StatusPlanned
+	for _, tc := range []struct {
+		name     string
+		models   []upstream.ModelInfo
+		backends upstream.Backends
+		want     string // the message's reason, "" when configured
+	}{
+		{"local set", chain(be("local", "", A)), upstream.Backends{LocalURL: "http://l/v1"}, ""},
+		{"local unset", chain(be("local", "", A)), upstream.Backends{},
+			"set GATEWAY_LOCAL_URL (or GATEWAY_ROUTER_URL, an external router) and restart the gateway"},
+		{"a chain, each unset once", chain(be("cloudA", "", A), be("cloudB", "", A), be("cloudA", "", A)), upstream.Backends{LocalURL: "http://l/v1"},
+			"set GATEWAY_CLOUDA_URL or GATEWAY_CLOUDB_URL (or GATEWAY_ROUTER_URL, an external router) and restart the gateway"},
+		{"base_url_env names the URL", chain(be("cloudA", "local", A)), upstream.Backends{},
+			"set GATEWAY_LOCAL_URL (or GATEWAY_ROUTER_URL, an external router) and restart the gateway"},
+		{"external router", chain(be("cloudB", "", A)), upstream.Backends{RouterURL: "http://r/v1"}, ""},
+		{"planned only", chain(be("local", "", P)), upstream.Backends{LocalURL: "http://l/v1"},
+			"the models file (GATEWAY_MODELS_FILE) marks each of its backends planned or unconfigured; mark one available"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cat, err := upstream.NewCatalog(tc.models, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := cat.WithStatus(tc.backends).Lookup("m")
+			want, got := "", ""
+			if tc.want != "" {
+				want = `model_not_configured model Model "m" has no configured backend: ` + tc.want + "."
+			}
+			if err := m.NotConfigured(); err != nil {
+				e := asErr(t, err)
+				got = string(e.Code) + " " + e.Param + " " + e.Message
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("NotConfigured() mismatch (-want +got):\n%s", diff)
+			}
+			if m.Configured() != (tc.want == "") {
+				t.Errorf("Configured() = %v, want %v", m.Configured(), tc.want == "")
+			}
+			if !cat.Lookup("m").Configured() {
+				t.Error("the catalog WithStatus copied says it is not configured")
+			}
+		})
 	}
 }
 

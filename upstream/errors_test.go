@@ -100,7 +100,8 @@ func TestUnknownAliasAndNoBackend(t *testing.T) {
 		want  *errcat.Error
 	}{
 		{"no-such-model", &errcat.Error{Code: errcat.ModelNotInAllowlist, Param: "model", Message: `model "no-such-model" is not available`}},
-		{"lm-4-scout", &errcat.Error{Code: errcat.UpstreamUnavailable, Message: "no backend is configured for this model"}},
+		{"lm-4-scout", &errcat.Error{Code: errcat.ModelNotConfigured, Param: "model", Message: `Model "lm-4-scout" has no configured backend: ` +
+			"set GATEWAY_LOCAL_URL or GATEWAY_CLOUDA_URL or GATEWAY_CLOUDB_URL (or GATEWAY_ROUTER_URL, an external router) and restart the gateway."}},
 	}
 	for _, tt := range tests {
 		_, err := r.Do(t.Context(), &upstream.Request{Alias: tt.alias, Path: "/chat/completions", Body: chatBody(tt.alias)})

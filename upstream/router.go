@@ -23,6 +23,7 @@ import (
 // its idle connections.
 type Router struct {
 	cat          *Catalog
+	status       *Catalog // cat.WithStatus(backends), as /v1/info shows it
 	backends     Backends // with defaults applied
 	chains       map[string][]target
 	client       *http.Client
@@ -134,6 +135,7 @@ func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
 	if err := r.cat.validate(); err != nil {
 		return nil, fmt.Errorf("upstream.NewRouter: %w", err)
 	}
+	r.status = r.cat.WithStatus(b)
 	for _, m := range r.cat.Models {
 		chain := []target{}
 		for _, be := range m.Backends {
@@ -155,7 +157,7 @@ func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
 
 // Catalog returns the router's catalog as GET /v1/info shows it (see
 // Catalog.WithStatus); a fresh copy on each call.
-func (r *Router) Catalog() *Catalog { return r.cat.WithStatus(r.backends) }
+func (r *Router) Catalog() *Catalog { return r.status.Clone() }
 
 // Close closes the router's idle connections. Calls in flight are not affected.
 func (r *Router) Close() error {
@@ -166,7 +168,7 @@ func (r *Router) Close() error {
 // Do sends req to the alias's backends in order and returns the first 2xx
 // response (see Upstream for the errors). An alias that is not in the catalog is
 // model_not_in_allowlist (param model); an alias with no configured backend is
-// upstream_unavailable; a JSON body that is not an object, or a multipart body
+// model_not_configured (param model, Catalog.WithStatus says why); a JSON body that is not an object, or a multipart body
 // that is not valid multipart/form-data (a streamed one found out while it is
 // sent, which ends the call), is invalid_json. When
 // every attempt failed, the error is that of the last backend that answered,
@@ -181,6 +183,11 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 		return nil, errcat.Newf(errcat.ModelNotInAllowlist, "model", "model %q is not available", req.Alias)
 	}
 	if len(chain) == 0 {
+		// What the pre-flight checks answer before any call (LookupKind,
+		// the chat paths' model look-up), for callers that skip them.
+		if err := r.status.Lookup(req.Alias).NotConfigured(); err != nil {
+			return nil, err
+		}
 		return nil, unavailable("no backend is configured for this model", nil)
 	}
 	p, err := newPayload(req)

@@ -40,7 +40,7 @@ func TestPrintModels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(want, printed, cmpopts.IgnoreUnexported(upstream.Catalog{})); diff != "" {
+			if diff := cmp.Diff(want, printed, cmpopts.IgnoreUnexported(upstream.Catalog{}, upstream.ModelInfo{})); diff != "" {
 				t.Errorf("printed catalog mismatch (-want +got):\n%s", diff)
 			}
 		})

@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		defer stopDemo()
 	}
+	learnWindows(ctx, catalog, backends, log)
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -118,7 +119,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if cfg.Dev && cfg.TokensFile == "" {
 		printTryIt(stderr, cfg, base)
 	}
-	go watchReload(ctx, log, reloader{"token catalog", "catalog", reloadTokens}, reloader{"content guard rules", "rules", reloadRules})
+	relearn := func() error { learnWindows(ctx, catalog, backends, log); return nil }
+	go watchReload(ctx, log, reloader{"token catalog", "catalog", reloadTokens}, reloader{"content guard rules", "rules", reloadRules},
+		reloader{"context windows", "windows", relearn})
 	return serve(ctx, ln, newServer(cfg, g), g.EndStreams, cfg.ShutdownTimeout, log)
 }
 
@@ -220,7 +223,8 @@ type reloader struct {
 }
 
 // watchReload re-reads the token file and the content guard's rules file on
-// SIGHUP; a bad file keeps what was loaded before.
+// SIGHUP, and asks the model servers their context windows again; a bad file
+// keeps what was loaded before.
 func watchReload(ctx context.Context, log *slog.Logger, files ...reloader) {
 	files = slices.DeleteFunc(files, func(f reloader) bool { return f.reload == nil })
 	if len(files) == 0 {

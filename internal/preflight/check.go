@@ -228,7 +228,7 @@ func (r *request) checkContent(m *upstream.ModelInfo) error {
 func (r *request) checkWindow(res *Result, system string, l outputLimits, alias string) error {
 	res.PromptTokens = r.estimate(system)
 	limit := max(deref(l.maxTokens), deref(l.maxCompletion))
-	window := res.Model.ContextWindow
+	window := res.Model.Window() // learned from its servers, else the catalog's
 	if window > 0 && int64(res.PromptTokens)+limit > int64(window) {
 		return errcat.Newf(errcat.ContextWindowExceeded, paramMessages,
 			"The request needs about %d tokens (a prompt estimate of %d plus max_tokens %d), more than the context window of %s (%d tokens).",
@@ -245,7 +245,9 @@ func (r *request) member(idx int) []byte {
 	return r.raw(r.members[idx].val)
 }
 
-// lookupModel resolves the model member to a chat alias the tenant may use.
+// lookupModel resolves the model member to a chat alias the tenant may use
+// (model_not_in_allowlist) and that has a configured backend
+// (model_not_configured).
 func lookupModel(req *Request, raw []byte) (*upstream.ModelInfo, string, error) {
 	if raw[0] != '"' {
 		return nil, "", errcat.New(errcat.InvalidField, req.ParamPrefix+"model", "model must be a string: a model alias.")
@@ -255,6 +257,11 @@ func lookupModel(req *Request, raw []byte) (*upstream.ModelInfo, string, error) 
 	if m == nil || (m.Kind != "" && m.Kind != upstream.KindChat) || !req.Tenant.AllowsModel(alias) {
 		return nil, "", errcat.Newf(errcat.ModelNotInAllowlist, paramModel,
 			"Model %q is not a chat model this tenant may use; GET /v1/models lists them.", alias)
+	}
+	// Before any quota or upstream work: a model without a configured
+	// backend cannot be served, whatever the request says.
+	if err := m.NotConfigured(); err != nil {
+		return nil, "", err
 	}
 	return m, alias, nil
 }

@@ -21,6 +21,12 @@ const (
 	HeaderAppliedLegacy = "X-Rust-Api-Applied"
 	// HeaderNotice lists the notice codes of a JSON answer.
 	HeaderNotice = "GW-Notice"
+	// HeaderBackend names the provider of the backend that answered (local,
+	// cloudA, cloudB) and HeaderBackendModel the model the gateway asked it
+	// for (the backend's router_alias, as GET /v1/info lists it), on every
+	// relayed answer: the answer's own "model" is the client's alias.
+	HeaderBackend      = "GW-Backend"
+	HeaderBackendModel = "GW-Backend-Model"
 )
 
 // Options tune one relay. The zero value relays with no notices, no capture and
@@ -48,8 +54,12 @@ type Options struct {
 	// Keepalive is the upstream silence after which ": keepalive" is sent;
 	// 0 means DefaultKeepalive, a negative value disables keepalives.
 	Keepalive time.Duration
-	// Model names the model in gw.notice chunks when the stream never named one
-	// (an empty stream); normally the stream's own model is reused.
+	// Model is the alias the client asked for. Without an Encoder, the
+	// top-level "model" of the JSON answer and of every chunk of a stream is
+	// written as Model, whatever the backend called its model, and gw.notice
+	// chunks name it; an answer or chunk without "model" gets none. An
+	// Encoder writes the model of its own API itself. "" relays "model" as
+	// the backend sent it.
 	Model string
 	// Clock gives the created time of such chunks; nil means the wall clock.
 	Clock clock.Clock
@@ -97,4 +107,13 @@ type Result struct {
 	// stored even if the client did not get its acknowledgement (Complete
 	// false), which callers log.
 	Committed bool
+}
+
+// rewriteModel is the alias the relay writes as the answer's "model": Model,
+// unless an Encoder writes the answer.
+func (o *Options) rewriteModel() string {
+	if o.Encoder != nil {
+		return ""
+	}
+	return o.Model
 }

@@ -125,6 +125,7 @@ func TestStreamGolden(t *testing.T) {
 		Notices: []relay.Notice{relay.BackendFallback(resp), {Code: relay.NoticeHistoryTrimmed, Message: "2 turns left out."}},
 		Applied: "max_tokens_floored=200",
 		Capture: &capture,
+		Model:   "lm-4-scout",
 	})
 	if diff := cmp.Diff(relay.Result{Stream: true, Started: true, Complete: true}, res); diff != "" {
 		t.Errorf("Response() result mismatch (-want +got):\n%s", diff)
@@ -133,6 +134,7 @@ func TestStreamGolden(t *testing.T) {
 	wantHeader := http.Header{
 		"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}, "X-Accel-Buffering": {"no"},
 		"X-Request-Id": {"req-1"}, "Gw-Applied": {"max_tokens_floored=200"}, "X-Rust-Api-Applied": {"max_tokens_floored=200"},
+		"Gw-Backend": {"cloudA"}, "Gw-Backend-Model": {"scout-17b"},
 	}
 	if diff := cmp.Diff(wantHeader, w.Header()); diff != "" {
 		t.Errorf("headers mismatch (-want +got):\n%s", diff)

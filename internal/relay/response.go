@@ -69,6 +69,7 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 			return err
 		}
 	}
+	setBackend(w.Header(), resp)
 	var res Result
 	if IsStream(resp.Header, opts.Stream) {
 		rec.StreamStarts()
@@ -113,7 +114,18 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 		return reject(w, r, nil, tooLarge)
 	case err != nil:
 		return fail(w, r, nil, fmt.Errorf("relay: read upstream answer: %w", err))
-	case !json.Valid(b):
+	}
+	// The answer's "model" members, to be written as the alias; the walk
+	// that finds them validates an object answer on the way.
+	var spans []span
+	mr := newModelRewriter(opts.rewriteModel())
+	valid := false
+	if mr.quoted != "" {
+		var sc jsonscan.Scanner[[]byte]
+		spans, valid = findModel(&sc, b, nil)
+	}
+	switch {
+	case !valid && !json.Valid(b):
 		return fail(w, r, nil, errors.New("relay: upstream answer is not JSON"))
 	case IsErrorObject(b[:min(len(b), 256)]):
 		return fail(w, r, nil, fmt.Errorf("relay: upstream answered an error object: %s", redact.Body(b)))
@@ -136,15 +148,41 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Content-Length", strconv.Itoa(len(b)+len(spans)*len(mr.quoted)-spansLen(spans)))
 	setApplied(h, opts.Applied)
 	setNotices(h, opts.Notices)
 	httpx.InfoFrom(ctx).Metrics.AnswerStarts()
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(b); err != nil {
+	if err := writeSpliced(w, b, spans, mr.quoted); err != nil {
 		return Result{Started: true, Err: err}
 	}
 	return Result{Started: true, Complete: true}
+}
+
+// writeSpliced writes b to w with the values at spans replaced by quoted,
+// in pieces, so that a large answer (an embeddings list) is not copied.
+func writeSpliced(w io.Writer, b []byte, spans []span, quoted string) error {
+	at := 0
+	for _, sp := range spans {
+		if _, err := w.Write(b[at:sp.start]); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, quoted); err != nil {
+			return err
+		}
+		at = sp.end
+	}
+	_, err := w.Write(b[at:])
+	return err
+}
+
+// spansLen is the number of bytes the spans cover.
+func spansLen(spans []span) int {
+	n := 0
+	for _, sp := range spans {
+		n += sp.end - sp.start
+	}
+	return n
 }
 
 func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Options) Result {
@@ -164,6 +202,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		haveMeta bool
 		relayed  bool // an event was relayed: the first chunk is behind
 	)
+	mr := newModelRewriter(opts.rewriteModel())
 	for ev, err := range sse.Read(body, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
 		if err != nil {
 			failure = fmt.Errorf("relay: read upstream stream: %w", err)
@@ -182,7 +221,9 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 				break
 			}
 			if !haveMeta {
-				haveMeta = readMeta(s, ev.Data)
+				if haveMeta = readMeta(s, ev.Data); haveMeta && mr.quoted != "" {
+					s.meta.Model = opts.Model // the notices name the alias too
+				}
 			}
 			if c := opts.Capture; c != nil {
 				if c.addChunk(ev.Data); c.held() > opts.maxBytes() {
@@ -197,9 +238,13 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		}
 		mu.Lock()
 		var werr error
-		if s.enc != nil {
+		switch {
+		case s.enc != nil:
 			werr, failure = s.encodeChunk(ev.Type, ev.Data)
-		} else {
+		case mr.quoted != "" && ev.Type == "":
+			spans, _ := mr.find(ev.Data)
+			werr = s.chunk(ev.Data, spans, mr.quoted)
+		default:
 			werr = s.Event(ev.Type, ev.Data)
 		}
 		ka.reset()
@@ -292,6 +337,8 @@ func reject(w http.ResponseWriter, r *http.Request, s *SSE, err error) Result {
 		w.Header().Del(HeaderApplied)
 		w.Header().Del(HeaderAppliedLegacy)
 		w.Header().Del(HeaderNotice)
+		w.Header().Del(HeaderBackend)
+		w.Header().Del(HeaderBackendModel)
 		httpx.WriteError(w, r, e)
 		return Result{Stream: s != nil, Err: e}
 	}
@@ -346,6 +393,17 @@ func setNotices(h http.Header, notices []Notice) {
 			codes[i] = n.Code
 		}
 		h.Set(HeaderNotice, strings.Join(codes, ", "))
+	}
+}
+
+// setBackend names the backend that answered in HeaderBackend and
+// HeaderBackendModel, when the Upstream says.
+func setBackend(h http.Header, resp *upstream.Response) {
+	if resp.Provider != "" {
+		h.Set(HeaderBackend, resp.Provider)
+	}
+	if resp.RouterAlias != "" {
+		h.Set(HeaderBackendModel, resp.RouterAlias)
 	}
 }
 

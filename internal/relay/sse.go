@@ -52,20 +52,44 @@ func (s *SSE) Event(name, data string) error {
 		s.write(name)
 		s.write("\n")
 	}
+	s.write("data: ")
+	s.writeData(data)
+	s.write("\n\n")
+	return s.flush()
+}
+
+// chunk sends one unnamed event whose data is data with the values at spans
+// (top-level "model" members, modelRewriter.find) replaced by quoted, written
+// in pieces so that nothing is copied or allocated.
+func (s *SSE) chunk(data string, spans []span, quoted string) error {
+	if !s.begin() {
+		return s.err
+	}
+	s.write("data: ")
+	at := 0
+	for _, sp := range spans {
+		s.writeData(data[at:sp.start])
+		s.write(quoted)
+		at = sp.end
+	}
+	s.writeData(data[at:])
+	s.write("\n\n")
+	return s.flush()
+}
+
+// writeData writes part of an event's data, each line break in it starting
+// a new data: line, which the client joins back.
+func (s *SSE) writeData(data string) {
 	for {
 		i := strings.IndexByte(data, '\n')
 		if i < 0 {
 			break
 		}
-		s.write("data: ")
 		s.write(data[:i])
-		s.write("\n")
+		s.write("\ndata: ")
 		data = data[i+1:]
 	}
-	s.write("data: ")
 	s.write(data)
-	s.write("\n\n")
-	return s.flush()
 }
 
 // Comment sends the SSE comment ": text", which clients ignore (keepalive).

@@ -30,7 +30,6 @@
     controller: null, // the AbortController of the request in flight
     attachments: [], // {url, name} data URIs for the next message
     models: new Map(), // alias -> ModelInfo of the chat models
-    providers: new Map(), // backend router_alias -> provider, to name who served
     last: null, // {url, headers, body} of the last chat request, for curl
     temperatureSet: false,
   };
@@ -290,7 +289,11 @@
     return !!(mod.text_in && mod.text_out);
   }
 
+  // unconfigured: a model none of whose backends has an address (GET
+  // /v1/info says so with the model's status; older gateways only with
+  // the backends' statuses).
   function unconfigured(m) {
+    if (m.status) return m.status === 'unconfigured';
     const bs = m.backends || [];
     return bs.length > 0 && bs.every((b) => b.status === 'unconfigured');
   }
@@ -303,11 +306,9 @@
       if (!res.ok) { await failed(res); return false; }
       const info = await res.json();
       state.models.clear();
-      state.providers.clear();
       const opts = [el('option', null, 'default model')];
       opts[0].value = '';
       for (const m of info.models || []) {
-        for (const b of m.backends || []) state.providers.set(b.router_alias, b.provider);
         if (!isChat(m)) continue;
         state.models.set(m.alias, m);
         const off = unconfigured(m);
@@ -569,8 +570,7 @@
   // how long it took.
   function stats(seen, alias, ttft, total) {
     const parts = [];
-    const provider = state.providers.get(seen.model);
-    if (provider) parts.push('served by ' + provider + ' (' + seen.model + ')');
+    if (seen.backend) parts.push('served by ' + seen.backend + (seen.backendModel ? ' (' + seen.backendModel + ')' : ''));
     else if (seen.model) parts.push('served as ' + seen.model);
     if (alias) parts.push(alias);
     const u = seen.usage;
@@ -638,6 +638,9 @@
       }
       const sse = (res.headers.get('content-type') || '').includes('text/event-stream');
       seen = sse ? await readStream(res, out, firstToken) : readUnary(res, await res.json(), out);
+      // The answer's model is the alias asked for; these headers name the backend that served.
+      seen.backend = res.headers.get('gw-backend') || '';
+      seen.backendModel = res.headers.get('gw-backend-model') || '';
       if (!seen.done && !seen.error) addNotice('stream_incomplete', 'The stream ended without data: [DONE].');
     } catch (err) {
       if (err.name === 'AbortError') addNotice('stopped', 'You stopped this answer; what arrived is kept on the page.');

@@ -2,14 +2,11 @@ package anthropic_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chatgw/gateway/anthropic"
@@ -20,70 +17,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// fakeUpstream records the bodies of the calls it gets and answers each
-// with the next of its answers (the last one again when they run out).
-type fakeUpstream struct {
-	mu      sync.Mutex
-	bodies  [][]byte
-	answers []func() (*upstream.Response, error)
-}
-
-var _ upstream.Upstream = (*fakeUpstream)(nil)
-
-func (f *fakeUpstream) Do(_ context.Context, req *upstream.Request) (*upstream.Response, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.bodies = append(f.bodies, bytes.Clone(req.Body))
-	i := min(len(f.bodies), len(f.answers)) - 1
-	if i < 0 {
-		return testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":"Hello!"}`, "stop")), nil
-	}
-	return f.answers[i]()
-}
-
-// last returns the body of the last call, indented, or "" without calls.
-func (f *fakeUpstream) last(t *testing.T) string {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.bodies) == 0 {
-		return ""
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, f.bodies[len(f.bodies)-1], "", "  "); err != nil {
-		t.Fatalf("upstream body %s: %v", f.bodies[len(f.bodies)-1], err)
-	}
-	return out.String() + "\n"
-}
-
-func (f *fakeUpstream) calls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
-
-// jsonAnswer answers the chat completion body.
-func jsonAnswer(body string) func() (*upstream.Response, error) {
-	return func() (*upstream.Response, error) { return testkit.JSONAnswer(body), nil }
-}
-
-// sseAnswer answers a stream of transcript, as the upstream wrote it.
-func sseAnswer(transcript string) func() (*upstream.Response, error) {
-	return func() (*upstream.Response, error) {
-		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
-			Body: io.NopCloser(strings.NewReader(transcript)), Provider: "local", RouterAlias: "scout-local"}, nil
-	}
-}
-
-// chunks is the transcript of data events, then data: [DONE].
-func chunks(data ...string) string {
-	var b strings.Builder
-	for _, d := range data {
-		b.WriteString("data: " + d + "\n\n")
-	}
-	return b.String() + "data: [DONE]\n\n"
-}
 
 func intp(n int) *int { return &n }
 
@@ -109,12 +42,12 @@ func testCatalog() *upstream.Catalog {
 
 // env is a Service over a fake upstream.
 type env struct {
-	up  *fakeUpstream
+	up  *testkit.Fake
 	svc *anthropic.Service
 }
 
 func newEnv(edit ...func(*anthropic.Config)) *env {
-	e := &env{up: &fakeUpstream{}}
+	e := &env{up: &testkit.Fake{}}
 	cfg := anthropic.Config{Upstream: e.up, Catalog: testCatalog()}
 	for _, f := range edit {
 		f(&cfg)

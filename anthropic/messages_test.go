@@ -90,7 +90,7 @@ func TestCreateMessageErrors(t *testing.T) {
 			w := e.serve(t, call{body: tt.body, tenant: tt.tenant})
 			testkit.CheckError(t, w, tt.want)
 			checkShape(t, w.Body.Bytes())
-			if n := e.up.calls(); n != 0 {
+			if n := e.up.Calls(); n != 0 {
 				t.Errorf("%d upstream calls, want none", n)
 			}
 		})
@@ -133,12 +133,12 @@ func TestToolRoundTrip(t *testing.T) {
 	chunk := func(d, finish string) string {
 		return `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + d + `,"finish_reason":` + finish + `}]}`
 	}
-	e.up.answers = append(e.up.answers,
-		sseAnswer(chunks(chunk(`{"role":"assistant","content":"Looking it up."}`, "null"),
+	e.up.Add(
+		testkit.Stream(testkit.Transcript(chunk(`{"role":"assistant","content":"Looking it up."}`, "null"),
 			chunk(`{"tool_calls":[{"index":0,"id":"call_w1","type":"function","function":{"name":"get_weather","arguments":"{\"ci"}}]}`, "null"),
 			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"ty\":\"Paris\"}"}}]}`, "null"),
 			chunk(`{}`, `"tool_calls"`))),
-		jsonAnswer(testkit.Completion(`{"role":"assistant","content":"It is sunny in Paris."}`, "stop")))
+		testkit.JSON(testkit.Completion(`{"role":"assistant","content":"It is sunny in Paris."}`, "stop")))
 	tools := `"tools":[{"name":"get_weather","description":"Weather of a city","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]`
 	question := `{"role":"user","content":"Weather in Paris?"}`
 
@@ -158,7 +158,7 @@ func TestToolRoundTrip(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("second turn: %d %s", w.Code, w.Body)
 	}
-	testkit.Golden(t, "roundtrip_upstream.golden", e.up.last(t), *update)
+	testkit.Golden(t, "roundtrip_upstream.golden", e.up.Last(t), *update)
 	testkit.Golden(t, "roundtrip_answer.golden", indent(t, w), *update)
 }
 
@@ -253,7 +253,7 @@ func TestCountTokens(t *testing.T) {
 	w = e.serve(t, call{path: "/v1/messages/count_tokens", body: strings.Replace(body, "lm-4-scout", "lm-embed", 1)})
 	testkit.CheckError(t, w, testkit.WantError(errcat.ModelNotInAllowlist, "model"))
 	checkShape(t, w.Body.Bytes())
-	if n := e.up.calls(); n != 0 {
+	if n := e.up.Calls(); n != 0 {
 		t.Errorf("%d upstream calls, want none", n)
 	}
 }
@@ -273,12 +273,12 @@ func TestInjection(t *testing.T) {
 	var sent struct {
 		Messages []struct{ Role, Content string } `json:"messages"`
 	}
-	json.Unmarshal([]byte(e.up.last(t)), &sent)
+	json.Unmarshal([]byte(e.up.Last(t)), &sent)
 	if len(sent.Messages) != 3 || sent.Messages[0].Content != "Memory: likes tea." || sent.Messages[1].Content != "Be brief." {
 		t.Errorf("messages sent %+v, want the injected system message, then the client's", sent.Messages)
 	}
 	e.serve(t, call{body: body})
-	json.Unmarshal([]byte(e.up.last(t)), &sent)
+	json.Unmarshal([]byte(e.up.Last(t)), &sent)
 	if len(sent.Messages) != 2 || len(users) != 1 || users[0] != "acme/u1" {
 		t.Errorf("without GW-User-Id: messages %+v, injections %q; want none", sent.Messages, users)
 	}
@@ -317,7 +317,7 @@ func TestContentGuardAndQuota(t *testing.T) {
 	if w.Header().Get("Retry-After") == "" {
 		t.Error("429 without Retry-After")
 	}
-	if n := e.up.calls(); n != 1 {
+	if n := e.up.Calls(); n != 1 {
 		t.Errorf("%d upstream calls, want only the one within the quota", n)
 	}
 }
@@ -338,13 +338,13 @@ func TestUpstreamErrors(t *testing.T) {
 		{"bad request", func() (*upstream.Response, error) {
 			return nil, &errcat.Error{Code: errcat.UpstreamBadRequest, Status: 422, Message: "unsupported"}
 		}, testkit.Error{Status: 422, Code: string(errcat.UpstreamBadRequest)}},
-		{"arguments not an object", jsonAnswer(testkit.Completion(
+		{"arguments not an object", testkit.JSON(testkit.Completion(
 			`{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}`, "tool_calls")),
 			testkit.WantError(errcat.UpstreamError, "")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv()
-			e.up.answers = append(e.up.answers, tc.answer)
+			e.up.Add(tc.answer)
 			w := e.serve(t, call{body: body})
 			testkit.CheckError(t, w, tc.want)
 			checkShape(t, w.Body.Bytes())
@@ -356,7 +356,7 @@ func TestUpstreamErrors(t *testing.T) {
 // and a floored max_tokens in gw-applied.
 func TestJSONNoticeAndApplied(t *testing.T) {
 	e := newEnv()
-	e.up.answers = append(e.up.answers, func() (*upstream.Response, error) {
+	e.up.Add(func() (*upstream.Response, error) {
 		resp := testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":"hi"}`, "stop"))
 		resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-cloudA"
 		return resp, nil

@@ -63,7 +63,7 @@ func TestRequestTranslation(t *testing.T) {
 			if w.Code != http.StatusOK {
 				t.Fatalf("status %d: %s", w.Code, w.Body)
 			}
-			testkit.Golden(t, "request_"+tt.name+".golden", e.up.last(t), *update)
+			testkit.Golden(t, "request_"+tt.name+".golden", e.up.Last(t), *update)
 		})
 	}
 }
@@ -92,7 +92,7 @@ func TestAnswerTranslation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv()
-			e.up.answers = append(e.up.answers, jsonAnswer(tt.upstream))
+			e.up.Add(testkit.JSON(tt.upstream))
 			w := e.serve(t, call{body: req})
 			if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
 				t.Fatalf("status %d, Content-Type %q: %s", w.Code, w.Header().Get("Content-Type"), w.Body)
@@ -118,22 +118,22 @@ func TestStreamTranslation(t *testing.T) {
 		name, upstream string
 		fallback       bool
 	}{
-		{"text", chunks(delta(`{"role":"assistant","content":""}`, "null"), delta(`{"content":"Hello"}`, "null"), "not a chunk",
+		{"text", testkit.Transcript(delta(`{"role":"assistant","content":""}`, "null"), delta(`{"content":"Hello"}`, "null"), "not a chunk",
 			delta(`{"content":", world."}`, "null"), delta(`{}`, `"stop"`), usage), false},
-		{"tools", "event: vendor\ndata: {}\n\n: comment\n\n" + chunks(delta(`{"role":"assistant","content":"Let me check."}`, "null"),
+		{"tools", "event: vendor\ndata: {}\n\n: comment\n\n" + testkit.Transcript(delta(`{"role":"assistant","content":"Let me check."}`, "null"),
 			delta(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"now","arguments":"{}"}}]}`, "null"),
 			delta(`{}`, `"tool_calls"`), usage), false},
-		{"stop_sequence", chunks(delta(`{"role":"assistant","content":"Done "}`, "null"),
+		{"stop_sequence", testkit.Transcript(delta(`{"role":"assistant","content":"Done "}`, "null"),
 			chunk(`{"index":0,"delta":{},"finish_reason":"stop","stop_reason":"END"}`), usage), false},
-		{"max_tokens_no_usage", chunks(delta(`{"content":"Once upon a"}`, "null"), delta(`{}`, `"length"`)), false},
-		{"empty", chunks(), false},
-		{"fallback_notice", chunks(delta(`{"content":"Hi"}`, `"stop"`), usage), true},
+		{"max_tokens_no_usage", testkit.Transcript(delta(`{"content":"Once upon a"}`, "null"), delta(`{}`, `"length"`)), false},
+		{"empty", testkit.Transcript(), false},
+		{"fallback_notice", testkit.Transcript(delta(`{"content":"Hi"}`, `"stop"`), usage), true},
 		{"cut", "data: " + delta(`{"role":"assistant","content":"Hel"}`, "null") + "\n\n", false},
-		{"upstream_error_event", chunks(delta(`{"content":"Hel"}`, "null"), `{"error":{"message":"backend exploded"}}`), false},
-		{"interleaved_tool_calls", chunks(
+		{"upstream_error_event", testkit.Transcript(delta(`{"content":"Hel"}`, "null"), `{"error":{"message":"backend exploded"}}`), false},
+		{"interleaved_tool_calls", testkit.Transcript(
 			delta(`{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"a","arguments":"{"}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"b","arguments":"{}"}}]}`, "null"),
 			delta(`{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}`, "null")), false},
@@ -141,15 +141,15 @@ func TestStreamTranslation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv()
-			answer := sseAnswer(tt.upstream)
+			answer := testkit.Stream(tt.upstream)
 			if tt.fallback {
 				answer = func() (*upstream.Response, error) {
-					resp, err := sseAnswer(tt.upstream)()
+					resp, err := testkit.Stream(tt.upstream)()
 					resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-cloudA"
 					return resp, err
 				}
 			}
-			e.up.answers = append(e.up.answers, answer)
+			e.up.Add(answer)
 			w := e.serve(t, call{body: req})
 			if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "text/event-stream" {
 				t.Fatalf("status %d, Content-Type %q: %s", w.Code, w.Header().Get("Content-Type"), w.Body)

@@ -20,7 +20,6 @@ const (
 	HeaderUserID    = "GW-User-Id"
 	HeaderTenantID  = "GW-Tenant-Id"
 	HeaderRequestID = "X-Request-Id"
-	HeaderNotice    = "GW-Notice"
 )
 
 // The canonical forms (http.CanonicalHeaderKey) of the headers read on every

@@ -19,14 +19,17 @@ const (
 	// the interface description's name ("both names appear").
 	HeaderApplied       = "Gw-Applied"
 	HeaderAppliedLegacy = "X-Rust-Api-Applied"
-	// HeaderNotice lists the notice codes of a JSON answer.
-	HeaderNotice = "GW-Notice"
+	// HeaderNotice lists the notice codes of a JSON answer. Header names
+	// are written in net/http's canonical form ("Gw-", not "GW-": HTTP
+	// header names are case-insensitive), so that Header.Set does not
+	// allocate a canonical copy on every answer.
+	HeaderNotice = "Gw-Notice"
 	// HeaderBackend names the provider of the backend that answered (local,
 	// cloudA, cloudB) and HeaderBackendModel the model the gateway asked it
 	// for (the backend's router_alias, as GET /v1/info lists it), on every
 	// relayed answer: the answer's own "model" is the client's alias.
-	HeaderBackend      = "GW-Backend"
-	HeaderBackendModel = "GW-Backend-Model"
+	HeaderBackend      = "Gw-Backend"
+	HeaderBackendModel = "Gw-Backend-Model"
 )
 
 // Options tune one relay. The zero value relays with no notices, no capture and

@@ -125,7 +125,7 @@ func (t *tx) rollback() {
 	if !t.begun || t.conn.IsClosed() || t.conn.PgConn().TxStatus() == 'I' {
 		return
 	}
-	t.conn.Exec(context.WithoutCancel(t.ctx), sqlRollback) //nolint:errcheck // see above
+	_, _ = t.conn.Exec(context.WithoutCancel(t.ctx), sqlRollback) // a failure leaves the connection for the pool to close
 }
 
 func (t *tx) Get(bucket, key []byte) []byte {

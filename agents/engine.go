@@ -16,11 +16,11 @@ import (
 	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/sseread"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/tools"
 	"github.com/chatgw/gateway/upstream"
-	sse "github.com/tmaxmax/go-sse"
 )
 
 // maxEventSize bounds one upstream SSE event read by the tool loop (as the
@@ -381,7 +381,12 @@ func peekStream(resp *upstream.Response, limit int64, meter *httpx.Meter) (ans *
 		usage  json.RawMessage
 	)
 	defer func() { meter.Report(usage) }()
-	for ev, err := range sse.Read(tee, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
+	events := sseread.NewReader(tee, maxEventSize)
+	for {
+		ev, err := events.Next()
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			resp.Body.Close()
 			if e := limited.Exceeded(); e != nil {

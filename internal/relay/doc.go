@@ -33,9 +33,9 @@
 //
 // # SSE answers
 //
-// Events are read with go-sse's sse.Read and written as they arrive, each
-// flushed with http.ResponseController (the ResponseWriter must support Flush,
-// directly or through Unwrap). Content-Type is text/event-stream, Cache-Control
+// Events are read with internal/sseread (one small buffer per stream) and
+// written as they arrive, each flushed with http.ResponseController (the
+// ResponseWriter must support Flush, directly or through Unwrap). Content-Type is text/event-stream, Cache-Control
 // no-cache. Data is written byte for byte as the upstream sent it (OpenAI's
 // "data: " form), never re-marshalled; named upstream events keep their name.
 // Upstream comments are dropped. After the upstream's data: [DONE], each notice

@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -66,16 +65,17 @@ func TestJSONOverMaxBytes(t *testing.T) {
 	}
 }
 
-// endless is an upstream stream that never ends: a content delta forever.
-type endless struct{ sent int }
+// endless is an upstream stream that never ends: a content delta forever,
+// cut wherever the reader's buffer ends.
+type endless struct{ pending string }
 
 func (e *endless) Read(p []byte) (int, error) {
-	ev := "data: " + chunk(`{"index":0,"delta":{"content":"0123456789"},"finish_reason":null}`) + "\n\n"
-	if len(p) < len(ev) {
-		return 0, errors.New("test reader: buffer too small")
+	if e.pending == "" {
+		e.pending = "data: " + chunk(`{"index":0,"delta":{"content":"0123456789"},"finish_reason":null}`) + "\n\n"
 	}
-	e.sent++
-	return copy(p, ev), nil
+	n := copy(p, e.pending)
+	e.pending = e.pending[n:]
+	return n, nil
 }
 
 func TestCapturedStreamStopsAtMaxBytes(t *testing.T) {

@@ -18,13 +18,13 @@ import (
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/jsonscan"
 	"github.com/chatgw/gateway/internal/redact"
+	"github.com/chatgw/gateway/internal/sseread"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/upstream"
-	sse "github.com/tmaxmax/go-sse"
 )
 
-// maxEventSize bounds one upstream SSE event (go-sse's default is 64 KiB, too
-// small for a large tool-call or usage chunk).
+// maxEventSize bounds one upstream SSE event (64 KiB, go-sse's default, is
+// too small for a large tool-call or usage chunk).
 const maxEventSize = 1 << 20
 
 // Response relays resp, a successful upstream answer, to the client of r, as SSE
@@ -203,7 +203,12 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		relayed  bool // an event was relayed: the first chunk is behind
 	)
 	mr := newModelRewriter(opts.rewriteModel())
-	for ev, err := range sse.Read(body, &sse.ReadConfig{MaxEventSize: maxEventSize}) {
+	events := sseread.NewReader(body, maxEventSize)
+	for {
+		ev, err := events.Next()
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			failure = fmt.Errorf("relay: read upstream stream: %w", err)
 			break

@@ -1,0 +1,261 @@
+// Package sseread reads the server-sent events of an upstream's stream with
+// one small buffer per stream.
+//
+// A gateway holds thousands of streams open, each waiting for its next event
+// most of the time, so what a stream's reader holds while it waits is paid
+// thousands of times. go-sse's reader (which the tests still use, as an
+// independent check of what the gateway writes) keeps a 4 KiB scanner buffer
+// per stream and allocates two strings per event. This reader starts with
+// 512 bytes, grows only for an event that does not fit (up to the limit it is
+// given) and shrinks back after it, and allocates one string per event: its
+// data.
+//
+// It follows the event-stream format: lines end in CRLF, LF or CR; a line
+// starting with a colon is a comment; "data" lines are joined with "\n";
+// "event" names the event; a blank line ends the event; a byte order mark
+// at the start is skipped. Events without a data line are not returned; the
+// id and retry fields, which a relay has no use for, are ignored. At the end
+// of input an event missing its closing blank line is still returned (as
+// go-sse's Read does), then io.EOF.
+package sseread
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Event is one event of a stream.
+type Event struct {
+	// Type is the event's "event" field, or "" for an unnamed event.
+	Type string
+	// Data is the event's data lines joined by "\n".
+	Data string
+}
+
+// ErrTooLarge is wrapped by the error of an event larger than the Reader's
+// limit.
+var ErrTooLarge = errors.New("sseread: event too large")
+
+const (
+	// minBuffer is a new Reader's buffer: a chat completion chunk fits.
+	minBuffer = 512
+	// keepBuffer is the largest buffer a Reader keeps once the event that
+	// needed it is consumed.
+	keepBuffer = 16 << 10
+)
+
+// Reader reads events from an io.Reader. It is not safe for concurrent use.
+type Reader struct {
+	r     io.Reader
+	max   int
+	buf   []byte // buf[start:end] is read and not consumed
+	start int
+	end   int
+	err   error // the read error that ended the input, returned once buf is consumed
+	begun bool  // the byte order mark check is done
+	// The event being read: lines from buf[start:] are parsed up to scan,
+	// which stays relative to start when buf is compacted.
+	scan            int
+	typeAt, typeEnd int    // the last event field's value in buf, relative to start, or -1
+	dataAt, dataEnd int    // the first data line's value, relative to start, or -1
+	data            []byte // the joined data lines when there is more than one
+	lines           int    // data lines of the event
+}
+
+// NewReader returns a Reader of r whose events are at most max bytes long
+// (the event's lines as sent, terminators included).
+func NewReader(r io.Reader, max int) *Reader {
+	return &Reader{r: r, max: max, typeAt: -1, dataAt: -1}
+}
+
+// Next returns the next event with data. Its error is io.EOF at the end of
+// input, an error wrapping ErrTooLarge for an event over the limit, or the
+// underlying reader's error; after an error Next returns it again.
+func (r *Reader) Next() (Event, error) {
+	for {
+		line, term, ok := r.line()
+		if !ok {
+			err := r.fill()
+			if err == nil {
+				continue
+			}
+			// At the end of input a last CR ends its line.
+			if line, term, ok = r.line(); !ok {
+				return r.atEnd(err)
+			}
+		}
+		if line == r.scan { // a blank line ends the event
+			r.scan = term
+			if ev, ok := r.dispatch(); ok {
+				return ev, nil
+			}
+			continue
+		}
+		r.field(line, term)
+	}
+}
+
+// line finds the end of the line at scan: it returns the offsets (relative to
+// start) of the line's end and of the next line's start. ok is false when the
+// line's end has not been read yet, including a CR that is the last byte
+// read, which may be the first half of a CRLF.
+func (r *Reader) line() (end, next int, ok bool) {
+	if !r.begun {
+		return 0, 0, false // the byte order mark check needs three bytes
+	}
+	rest := r.buf[r.start+r.scan : r.end]
+	lf := bytes.IndexByte(rest, '\n')
+	upTo := rest
+	if lf >= 0 {
+		upTo = rest[:lf]
+	}
+	if cr := bytes.IndexByte(upTo, '\r'); cr >= 0 {
+		switch {
+		case cr+1 < len(rest) && rest[cr+1] == '\n':
+			return r.scan + cr, r.scan + cr + 2, true
+		case cr+1 < len(rest) || r.err != nil:
+			return r.scan + cr, r.scan + cr + 1, true
+		}
+		return 0, 0, false
+	}
+	if lf < 0 {
+		return 0, 0, false
+	}
+	return r.scan + lf, r.scan + lf + 1, true
+}
+
+// field takes in the line buf[start+scan : start+end] and moves scan to next.
+func (r *Reader) field(end, next int) {
+	at := r.scan
+	r.scan = next
+	line := r.buf[r.start+at : r.start+end]
+	if line[0] == ':' {
+		return // a comment
+	}
+	name, value := line, len(line)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], i+1
+		if value < len(line) && line[value] == ' ' {
+			value++
+		}
+	}
+	switch string(name) { // no allocation: the compiler compares in place
+	case "data":
+		r.addData(at+value, end)
+	case "event":
+		r.typeAt, r.typeEnd = at+value, end
+	}
+}
+
+// addData adds the data line buf[start+at : start+end] to the event.
+func (r *Reader) addData(at, end int) {
+	r.lines++
+	if r.lines == 1 {
+		r.dataAt, r.dataEnd = at, end
+		return
+	}
+	if r.lines == 2 {
+		r.data = append(r.data[:0], r.buf[r.start+r.dataAt:r.start+r.dataEnd]...)
+	}
+	r.data = append(r.data, '\n')
+	r.data = append(r.data, r.buf[r.start+at:r.start+end]...)
+}
+
+// dispatch ends the event whose lines end at scan: it returns it when it has
+// data, and consumes its bytes.
+func (r *Reader) dispatch() (ev Event, ok bool) {
+	if r.lines > 0 {
+		ok = true
+		if r.typeAt >= 0 {
+			ev.Type = string(r.buf[r.start+r.typeAt : r.start+r.typeEnd])
+		}
+		if r.lines == 1 {
+			ev.Data = string(r.buf[r.start+r.dataAt : r.start+r.dataEnd])
+		} else {
+			ev.Data = string(r.data)
+		}
+	}
+	r.start += r.scan
+	r.scan, r.lines, r.typeAt, r.dataAt = 0, 0, -1, -1
+	if cap(r.data) > keepBuffer {
+		r.data = nil
+	}
+	return ev, ok
+}
+
+// atEnd answers Next once no more input comes: the event that was being
+// read, if it has data, then err. An event over the limit is not returned
+// cut.
+func (r *Reader) atEnd(err error) (Event, error) {
+	if errors.Is(err, ErrTooLarge) {
+		return Event{}, err
+	}
+	if r.scan < r.end-r.start { // a last line without its line end
+		r.field(r.end-r.start, r.end-r.start)
+	}
+	if ev, ok := r.dispatch(); ok {
+		return ev, nil
+	}
+	return Event{}, err
+}
+
+// fill reads more input after the event being read, compacting or growing
+// buf as needed; it returns the error that ends the input once one arrived.
+func (r *Reader) fill() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.start == r.end && len(r.buf) > keepBuffer {
+		r.buf = nil // an event that needed it is gone: let it go too
+	}
+	if r.buf == nil {
+		r.buf = make([]byte, minBuffer)
+		r.start, r.end = 0, 0
+	}
+	if r.end == len(r.buf) {
+		if err := r.makeRoom(); err != nil {
+			r.err = err
+			return err
+		}
+	}
+	n, err := r.r.Read(r.buf[r.end:])
+	r.end += n
+	if !r.begun && (r.end >= 3 || err != nil) {
+		r.skipBOM()
+	}
+	if err != nil {
+		r.err = err
+		if n > 0 {
+			return nil // take in what arrived with the error first
+		}
+	}
+	return err
+}
+
+// makeRoom makes buf have space after end: it moves the event being read
+// to the front, or doubles buf when the event fills it, up to max.
+func (r *Reader) makeRoom() error {
+	if r.start > 0 {
+		r.end = copy(r.buf, r.buf[r.start:r.end])
+		r.start = 0
+		return nil
+	}
+	if len(r.buf) >= r.max {
+		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, r.max)
+	}
+	grown := make([]byte, min(2*len(r.buf), r.max))
+	r.end = copy(grown, r.buf[:r.end])
+	r.buf = grown
+	return nil
+}
+
+// skipBOM drops a byte order mark at the start of the stream; no line is
+// parsed before it ran, so the stream starts at buf[0].
+func (r *Reader) skipBOM() {
+	r.begun = true
+	if bytes.HasPrefix(r.buf[:r.end], []byte("\xEF\xBB\xBF")) {
+		r.start = 3
+	}
+}

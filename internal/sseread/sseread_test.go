@@ -1,0 +1,183 @@
+package sseread_test
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/chatgw/gateway/internal/sseread"
+	"github.com/chatgw/gateway/internal/testkit"
+	sse "github.com/tmaxmax/go-sse"
+)
+
+// readAll reads every event of r, and the error that ended it.
+func readAll(r io.Reader, max int) ([]sseread.Event, error) {
+	rd := sseread.NewReader(r, max)
+	var evs []sseread.Event
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// readers are the ways a stream arrives: at once, a byte at a time, and with
+// its last bytes beside io.EOF.
+var readers = map[string]func(string) io.Reader{
+	"whole":    func(s string) io.Reader { return strings.NewReader(s) },
+	"one byte": func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+	"data+EOF": func(s string) io.Reader { return iotest.DataErrReader(strings.NewReader(s)) },
+}
+
+func TestNext(t *testing.T) {
+	big := strings.Repeat("x", 3000)
+	for _, tc := range []struct {
+		name, in string
+		want     []sseread.Event
+	}{
+		{"openai chunks", "data: {\"a\":1}\n\ndata: [DONE]\n\n",
+			[]sseread.Event{{Data: `{"a":1}`}, {Data: "[DONE]"}}},
+		{"named event", "event: gw.notice\ndata: x\n\n", []sseread.Event{{Type: "gw.notice", Data: "x"}}},
+		{"data lines joined", "data: a\ndata: b\ndata:c\n\n", []sseread.Event{{Data: "a\nb\nc"}}},
+		{"CRLF", "data: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n", []sseread.Event{{Data: "a\nb"}, {Data: "c"}}},
+		{"CR", "data: a\rdata: b\r\rdata: c\r\r", []sseread.Event{{Data: "a\nb"}, {Data: "c"}}},
+		{"CR at end of input", "data: a\r", []sseread.Event{{Data: "a"}}},
+		{"comments and unknown fields", ": ping\nid: 7\nretry: 10\nfoo: bar\ndata: a\n\n: bye\n\n",
+			[]sseread.Event{{Data: "a"}}},
+		{"no data: not returned", "event: x\n\nid: 1\n\ndata: a\n\n", []sseread.Event{{Data: "a"}}},
+		{"empty data is data", "data\n\ndata:\n\n", []sseread.Event{{}, {}}},
+		{"one space only is dropped", "data:  two\n\n", []sseread.Event{{Data: " two"}}},
+		{"colon in value", "data: {\"u\":\"a:b\"}\n\n", []sseread.Event{{Data: `{"u":"a:b"}`}}},
+		{"last event without blank line", "data: a\n\ndata: b", []sseread.Event{{Data: "a"}, {Data: "b"}}},
+		{"byte order mark", "\xEF\xBB\xBFdata: a\n\n", []sseread.Event{{Data: "a"}}},
+		{"a later BOM is data", "data: a\n\ndata: \xEF\xBB\xBFb\n\n",
+			[]sseread.Event{{Data: "a"}, {Data: "\xEF\xBB\xBFb"}}},
+		{"blank lines before", "\n\n\ndata: a\n\n", []sseread.Event{{Data: "a"}}},
+		{"events larger than the first buffer", "data: " + big + "\n\ndata: b\n\n",
+			[]sseread.Event{{Data: big}, {Data: "b"}}},
+		{"event type of the last field", "event: a\nevent: b\ndata: x\n\n", []sseread.Event{{Type: "b", Data: "x"}}},
+		{"empty input", "", nil},
+	} {
+		for how, wrap := range readers {
+			t.Run(tc.name+"/"+how, func(t *testing.T) {
+				got, err := readAll(wrap(tc.in), 1<<20)
+				if err != io.EOF {
+					t.Fatalf("error %v, want io.EOF", err)
+				}
+				testkit.Diff(t, "events", tc.want, got)
+			})
+		}
+	}
+}
+
+func TestTooLarge(t *testing.T) {
+	in := "data: a\n\ndata: " + strings.Repeat("x", 5000) + "\n\ndata: b\n\n"
+	for how, wrap := range readers {
+		t.Run(how, func(t *testing.T) {
+			got, err := readAll(wrap(in), 4096)
+			if !errors.Is(err, sseread.ErrTooLarge) {
+				t.Fatalf("error %v, want ErrTooLarge", err)
+			}
+			testkit.Diff(t, "events before the error", []sseread.Event{{Data: "a"}}, got)
+		})
+	}
+}
+
+func TestReadError(t *testing.T) {
+	boom := errors.New("boom")
+	r := io.MultiReader(strings.NewReader("data: a\n\ndata: b"), iotest.ErrReader(boom))
+	got, err := readAll(r, 1<<20)
+	if err != boom {
+		t.Fatalf("error %v, want %v", err, boom)
+	}
+	// The unfinished event is returned before the error, as at io.EOF.
+	testkit.Diff(t, "events", []sseread.Event{{Data: "a"}, {Data: "b"}}, got)
+	rd := sseread.NewReader(iotest.ErrReader(boom), 10)
+	for range 2 {
+		if _, err := rd.Next(); err != boom {
+			t.Fatalf("Next after the error: %v, want it again", err)
+		}
+	}
+}
+
+// TestAllocations pins what the reader is for: one allocation per event, the
+// data string, once the buffer is there.
+func TestAllocations(t *testing.T) {
+	event := "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n"
+	src := &repeat{event: event}
+	rd := sseread.NewReader(src, 1<<20)
+	rd.Next()
+	allocs := testing.AllocsPerRun(1000, func() {
+		if _, err := rd.Next(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 {
+		t.Errorf("%v allocations per event, want 1", allocs)
+	}
+}
+
+// repeat is an endless stream of one event, a few events a read.
+type repeat struct {
+	event string
+	at    int
+}
+
+func (r *repeat) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.event[r.at:])
+		n += c
+		r.at = (r.at + c) % len(r.event)
+	}
+	return n, nil
+}
+
+func BenchmarkNext(b *testing.B) {
+	src := &repeat{event: "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello there\"}}]}\n\n"}
+	rd := sseread.NewReader(src, 1<<20)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(src.event)))
+	for b.Loop() {
+		if _, err := rd.Next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzNext checks the reader against go-sse's on any input: the same events
+// with data, in the same order, however the input is cut into reads.
+func FuzzNext(f *testing.F) {
+	for _, s := range []string{"data: a\n\n", "event: e\r\ndata: x\r\ndata: y\r\n\r\n", "data: a\rdata: b\r\r",
+		"\xEF\xBB\xBFdata: a\n\n", ": c\nid: 1\ndata\n\n", "data: a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var want []sseread.Event
+		for ev, err := range sse.Read(strings.NewReader(in), &sse.ReadConfig{MaxEventSize: 1 << 20}) {
+			if err != nil {
+				t.Skip("go-sse refuses it:", err)
+			}
+			if ev.Data != "" {
+				want = append(want, sseread.Event{Type: ev.Type, Data: ev.Data})
+			}
+		}
+		for how, wrap := range readers {
+			got, err := readAll(wrap(in), 1<<20)
+			if err != io.EOF {
+				t.Fatalf("%s: error %v", how, err)
+			}
+			var nonEmpty []sseread.Event
+			for _, ev := range got {
+				if ev.Data != "" {
+					nonEmpty = append(nonEmpty, ev)
+				}
+			}
+			testkit.Diff(t, how, want, nonEmpty)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 )
 
@@ -41,7 +42,7 @@ func TestExitStatus(t *testing.T) {
 			if tt.notStarted {
 				want.StartedAt = nil
 			}
-			diffT(t, "run", want, got)
+			testkit.Diff(t, "run", want, got)
 		})
 	}
 }
@@ -69,7 +70,7 @@ func TestRunEnvironment(t *testing.T) {
 	if _, err := os.Stat(cwd); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("working directory %q not removed: %v", cwd, err)
 	}
-	diffT(t, "environment", map[string]any{
+	testkit.Diff(t, "environment", map[string]any{
 		"cwd":                 cwd,
 		"has_path":            true,
 		"PWD":                 cwd,

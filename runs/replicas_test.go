@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/pgtest"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
@@ -94,7 +95,7 @@ func testClaimOnce(t *testing.T, stA, stB store.Store) {
 	}
 	started := strings.Fields(string(raw))
 	slices.Sort(started)
-	diffT(t, "runs started", ids, started)
+	testkit.Diff(t, "runs started", ids, started)
 	if perHolder[runs.Holder(a.svc)] == 0 || perHolder[runs.Holder(b.svc)] == 0 || len(perHolder) != 2 {
 		t.Errorf("runs per replica %v; want some by each of %s and %s", perHolder, runs.Holder(a.svc), runs.Holder(b.svc))
 	}
@@ -237,9 +238,9 @@ func TestCancelOnOtherReplica(t *testing.T) {
 	want := run{ID: r.ID, Runtime: "coding-agent", Repo: appRepo, WorkItem: "W-1", Status: runs.StatusCancelled,
 		CreatedAt: t0, StartedAt: &t0, FinishedAt: &t0, Reason: runs.ReasonCancelled + ": killed by signal 15 (terminated)",
 		UserID: "alice"}
-	diffT(t, "cancel answer from the other replica", want, got)
+	testkit.Diff(t, "cancel answer from the other replica", want, got)
 	waitGone(t, pid, "command of the run cancelled on the other replica")
-	diffT(t, "second cancel", want, b.cancel("", "alice", r.ID))
+	testkit.Diff(t, "second cancel", want, b.cancel("", "alice", r.ID))
 
 	// A queued run, while both replicas' one slot is taken.
 	busyA := a.create("", "alice", appRepo, "W-2")
@@ -249,7 +250,7 @@ func TestCancelOnOtherReplica(t *testing.T) {
 	queued := a.create("", "alice", appRepo, "W-4")
 	want = run{ID: queued.ID, Runtime: "coding-agent", Repo: appRepo, WorkItem: "W-4", Status: runs.StatusCancelled,
 		CreatedAt: t0, FinishedAt: &t0, Reason: runs.ReasonCancelledQueued, UserID: "alice"}
-	diffT(t, "queued run cancelled on the other replica", want, b.cancel("", "alice", queued.ID))
+	testkit.Diff(t, "queued run cancelled on the other replica", want, b.cancel("", "alice", queued.ID))
 	b.cancel("", "alice", busyA.ID)
 	a.cancel("", "bob", busyB.ID)
 }
@@ -320,7 +321,7 @@ func TestTimings(t *testing.T) {
 	}
 	defer svc.Close()
 	hb, lease, poll := runs.Timings(svc)
-	diffT(t, "default timings", []time.Duration{5 * time.Second, 30 * time.Second, time.Second}, []time.Duration{hb, lease, poll})
+	testkit.Diff(t, "default timings", []time.Duration{5 * time.Second, 30 * time.Second, time.Second}, []time.Duration{hb, lease, poll})
 	_, err = runs.New(runs.Config{Store: st, HeartbeatInterval: 20 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "LeaseDuration") {
 		t.Errorf("New with a 30 s lease and a 20 s heartbeat: %v, want an error naming LeaseDuration", err)

@@ -153,15 +153,38 @@ func Serve(t testing.TB, h http.Handler, q Request) *httptest.ResponseRecorder {
 // w.Code as status to accept any status.
 func Decode(t testing.TB, w *httptest.ResponseRecorder, status int, v any) {
 	t.Helper()
+	decode(t, w, status, v, json.Unmarshal)
+}
+
+// DecodeStrict is Decode that also fails t when the body has a member that v
+// lacks (see UnmarshalStrict): for a test that pins every member of an
+// answer, so that a member the handler adds fails it until the test knows it.
+func DecodeStrict(t testing.TB, w *httptest.ResponseRecorder, status int, v any) {
+	t.Helper()
+	decode(t, w, status, v, UnmarshalStrict)
+}
+
+func decode(t testing.TB, w *httptest.ResponseRecorder, status int, v any, unmarshal func([]byte, any) error) {
+	t.Helper()
 	if w.Code != status {
 		t.Fatalf("status %d, want %d; body %s", w.Code, status, w.Body)
 	}
 	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("Content-Type %q, want application/json; body %s", ct, w.Body)
 	}
-	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+	if err := unmarshal(w.Body.Bytes(), v); err != nil {
 		t.Fatalf("body %s: %v", w.Body, err)
 	}
+}
+
+// UnmarshalStrict is json.Unmarshal with json.Decoder's
+// DisallowUnknownFields: a member that v lacks is an error. It returns an
+// error instead of failing a test, for code that runs outside one (a helper
+// process).
+func UnmarshalStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // ServeJSON serves q through h (see Serve) and returns the status and the

@@ -135,6 +135,38 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+func TestDecodeStrict(t *testing.T) {
+	type pinned struct {
+		A int `json:"a"`
+	}
+	tests := []struct {
+		name, body string
+		want       pinned
+		fails      bool
+	}{
+		{"every member known", `{"a":1}`, pinned{A: 1}, false},
+		{"unknown member", `{"a":1,"b":2}`, pinned{}, true},
+		{"not JSON", `{`, pinned{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.body)
+			})
+			rt := &recordingT{TB: t}
+			var got pinned
+			testkit.DecodeStrict(rt, testkit.Serve(t, h, testkit.Request{Method: "GET", Target: "/"}), 200, &got)
+			if failed := rt.fatal != ""; failed != tc.fails {
+				t.Fatalf("failed = %v (%s), want %v", failed, rt.fatal, tc.fails)
+			}
+			if !tc.fails {
+				testkit.Diff(t, "DecodeStrict", tc.want, got)
+			}
+		})
+	}
+}
+
 func TestServeJSON(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, errcat.New(errcat.IndexNotFound, "id", "No index."))

@@ -46,21 +46,29 @@ var (
 	keySeq    = []byte("next")
 )
 
-// record is a run as stored.
-type record struct {
+// runFields are the members of a run that the store keeps and the API
+// answers alike (record and runJSON embed them), in the order the API
+// answers them. The store's records are read by member name, so records
+// written in another member order read the same.
+type runFields struct {
 	ID         string     `json:"id"`
-	Tenant     string     `json:"tenant"`
-	User       string     `json:"user_id"`
 	Runtime    string     `json:"runtime"`
 	Repo       string     `json:"repo"`
 	WorkItem   string     `json:"work_item"`
-	Seq        uint64     `json:"seq"`
 	Status     string     `json:"status"`
 	CreatedAt  time.Time  `json:"created_at"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	ExitCode   *int       `json:"exit_code,omitempty"`
 	Reason     string     `json:"reason,omitempty"`
+	User       string     `json:"user_id"`
+}
+
+// record is a run as stored.
+type record struct {
+	runFields
+	Tenant string `json:"tenant"`
+	Seq    uint64 `json:"seq"`
 	// OutputTruncated says the command wrote more than the kept tail.
 	OutputTruncated bool `json:"output_truncated,omitempty"`
 	// Proc is the command of a run that has started running; nil before.

@@ -34,6 +34,7 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/google/go-cmp/cmp"
+	"github.com/julienschmidt/httprouter"
 )
 
 // RequestID is the request id of the httpx.Info that Build puts in a request.
@@ -68,11 +69,15 @@ type Request struct {
 	// root's auth middleware does; nil puts none (for a test that puts its own
 	// with a stand-in middleware).
 	Principal *auth.Principal
+	// Params are the route's path parameters, as the router gives them to
+	// the handler it calls (httpx.Param reads them), for a test that calls a
+	// handler without a router; nil puts none.
+	Params httprouter.Params
 }
 
 // Build returns q as the root's middleware hands it to a handler: with
-// q.Principal and an httpx.Info (request id RequestID, a logger that discards)
-// in its context. It returns an error, instead of failing a test, when
+// q.Principal, q.Params and an httpx.Info (request id RequestID, a logger
+// that discards) in its context. It returns an error, instead of failing a test, when
 // q.Body does not encode, so that goroutines other than the test's may call
 // it.
 func (q Request) Build() (*http.Request, error) {
@@ -102,7 +107,11 @@ func (q Request) Build() (*http.Request, error) {
 	for k, vs := range q.Header {
 		r.Header[http.CanonicalHeaderKey(k)] = vs
 	}
-	return r.WithContext(Context(r.Context(), q.Principal)), nil
+	ctx := Context(r.Context(), q.Principal)
+	if q.Params != nil {
+		ctx = context.WithValue(ctx, httprouter.ParamsKey, q.Params)
+	}
+	return r.WithContext(ctx), nil
 }
 
 // Context returns ctx carrying what the root's middleware gives a request

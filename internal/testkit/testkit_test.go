@@ -15,6 +15,7 @@ import (
 	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
+	"github.com/julienschmidt/httprouter"
 )
 
 // recordingT is a testing.TB whose Fatal and Fatalf only record that they
@@ -38,12 +39,14 @@ type sent struct {
 	ContentType, User, X  string
 	Tenant, RequestID     string
 	HasPrincipal, HasInfo bool
+	ID                    string // the path parameter id
 }
 
 func see(r *http.Request) sent {
 	b, _ := io.ReadAll(r.Body)
 	s := sent{Method: r.Method, Path: r.URL.RequestURI(), Body: string(b),
-		ContentType: r.Header.Get("Content-Type"), User: httpx.UserID(r), X: r.Header.Get("X-Test")}
+		ContentType: r.Header.Get("Content-Type"), User: httpx.UserID(r), X: r.Header.Get("X-Test"),
+		ID: httpx.Param(r, "id")}
 	if p := auth.FromContext(r.Context()); p != nil {
 		s.HasPrincipal, s.Tenant = true, p.Tenant.ID
 	}
@@ -75,6 +78,8 @@ func TestBuild(t *testing.T) {
 		{"header overrides user", testkit.Request{Method: "GET", Target: "/x", User: "alice",
 			Header: http.Header{httpx.HeaderUserID: {"bob"}}},
 			sent{Method: "GET", Path: "/x", User: "bob", HasInfo: true, RequestID: testkit.RequestID}},
+		{"path parameters", testkit.Request{Method: "GET", Target: "/x/7", Params: httprouter.Params{{Key: "id", Value: "7"}}},
+			sent{Method: "GET", Path: "/x/7", ID: "7", HasInfo: true, RequestID: testkit.RequestID}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

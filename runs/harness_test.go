@@ -50,8 +50,7 @@ type env struct {
 // filled in); it is closed, and checked for leaked goroutines, at cleanup.
 func newEnv(t *testing.T, cfg runs.Config) *env {
 	t.Helper()
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	return newEnvOver(t, st, cfg)
 }
 

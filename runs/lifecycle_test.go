@@ -60,8 +60,7 @@ func TestConcurrencyLimit(t *testing.T) {
 // it from a live replica. The store comes back before the old Service ends,
 // to show its late writes change nothing.
 func TestRestart(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	cs := &cutStore{Store: st}
 	first := newEnvOver(t, cs, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
 	runs.ActAsEndedProcess(first.svc)

@@ -15,7 +15,6 @@ import (
 	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store"
-	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/store/pgstore"
 )
 
@@ -39,8 +38,7 @@ func replicaConfig(t *testing.T, args ...string) runs.Config {
 // (two slots each, and a command that holds its slot a while): every run is
 // started exactly once, and both replicas start some.
 func TestClaimOnce(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	testClaimOnce(t, st, st)
 }
 
@@ -105,8 +103,7 @@ func testClaimOnce(t *testing.T, stA, stB store.Store) {
 // slot is started by another replica's poll, also once its creator died;
 // the oldest queued run first, whatever its tenant.
 func TestQueuedRunOnOtherReplica(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	cs := &cutStore{Store: st}
 	clk := clock.NewFake(t0)
 	cfgA := replicaConfig(t, "sleep")
@@ -142,8 +139,7 @@ func TestQueuedRunOnOtherReplica(t *testing.T) {
 // first, and its work item is free again. The dead replica, back, changes
 // nothing.
 func TestDeadReplica(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	cs := &cutStore{Store: st}
 	clk := clock.NewFake(t0)
 	a := newEnvAt(t, cs, clk, replicaConfig(t, "sleep"))
@@ -187,8 +183,7 @@ func TestDeadReplica(t *testing.T) {
 // replica failed its run, and stops the command itself (the other replica
 // cannot see it).
 func TestReplicaCutOff(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	cs := &cutStore{Store: st}
 	clk := clock.NewFake(t0)
 	a := newEnvAt(t, cs, clk, replicaConfig(t, "sleep"))
@@ -222,8 +217,7 @@ func TestReplicaCutOff(t *testing.T) {
 // local cancel does, once the command has ended; a queued run is cancelled
 // at once by whichever replica receives the cancel.
 func TestCancelOnOtherReplica(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	clk := clock.NewFake(t0)
 	cfg := replicaConfig(t, "sleep")
 	cfg.MaxRunning, cfg.PollInterval, cfg.KillGrace = 1, 5*time.Millisecond, time.Minute
@@ -259,8 +253,7 @@ func TestCancelOnOtherReplica(t *testing.T) {
 // the output tail its owner stored at its last heartbeat, and the final
 // output once it ended.
 func TestOutputOnOtherReplica(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	clk := clock.NewFake(t0)
 	a := newEnvAt(t, st, clk, replicaConfig(t, "trap-term"))
 	b := newEnvAt(t, st, clk, replicaConfig(t, "exit", "0"))
@@ -288,8 +281,7 @@ func TestOutputOnOtherReplica(t *testing.T) {
 // replicas run runs (one in this process, one on another machine) kills
 // nothing and fails nothing of them.
 func TestRecoveryLeavesLiveReplicas(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	clk := clock.NewFake(t0)
 	local := newEnvAt(t, st, clk, replicaConfig(t, "sleep"))
 	remote := newEnvAt(t, st, clk, replicaConfig(t, "sleep"))
@@ -313,8 +305,7 @@ func TestRecoveryLeavesLiveReplicas(t *testing.T) {
 // TestTimings: the defaults of the lease timings, and a lease too short for
 // its heartbeat refused.
 func TestTimings(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	svc, err := runs.New(runs.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)

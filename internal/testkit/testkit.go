@@ -8,8 +8,11 @@
 // JSONAnswer), and Fake, an upstream.Upstream that records its calls and
 // answers them in turn (JSON, Stream, Transcript).
 //
+// It also gives a test a fresh in-memory store (MemStore).
+//
 // It is a leaf: it imports the leaf packages (auth, errcat, upstream, quota,
-// internal/httpx) and never a family, so that every family's tests may import it.
+// store/memstore, internal/httpx) and never a family, so that every family's
+// tests may import it.
 //
 // Every helper that can fail takes a testing.TB, marks itself with t.Helper and
 // fails the test with Fatal: call them from the test's goroutine. Other
@@ -33,6 +36,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/store/memstore"
 	"github.com/google/go-cmp/cmp"
 	"github.com/julienschmidt/httprouter"
 )
@@ -314,4 +318,13 @@ func Diff(t testing.TB, what string, want, got any, opts ...cmp.Option) {
 	if diff := cmp.Diff(want, got, opts...); diff != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
 	}
+}
+
+// MemStore returns a fresh in-memory store, closed when the test and its
+// subtests end (as bbolt's btesting.MustCreateDB gives a database), so that a
+// test does not pair memstore.New with its own t.Cleanup.
+func MemStore(t testing.TB) *memstore.Store {
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	return st
 }

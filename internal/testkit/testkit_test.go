@@ -1,6 +1,7 @@
 package testkit_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/testkit"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
 	"github.com/julienschmidt/httprouter"
@@ -463,5 +466,18 @@ func TestFake(t *testing.T) {
 	}
 	if f.Calls() != 3 || f.Last(t) != "{\n  \"n\": 1\n}\n" {
 		t.Errorf("Calls() = %d, Last() = %q", f.Calls(), f.Last(t))
+	}
+}
+
+func TestMemStore(t *testing.T) {
+	var st *memstore.Store
+	t.Run("sub", func(t *testing.T) {
+		st = testkit.MemStore(t)
+		if err := st.View(context.Background(), func(store.Tx) error { return nil }); err != nil {
+			t.Fatalf("View of a fresh store: %v", err)
+		}
+	})
+	if err := st.View(context.Background(), func(store.Tx) error { return nil }); err == nil {
+		t.Error("View after the test ended: no error, want the store closed")
 	}
 }

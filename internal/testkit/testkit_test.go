@@ -481,3 +481,30 @@ func TestMemStore(t *testing.T) {
 		t.Error("View after the test ended: no error, want the store closed")
 	}
 }
+
+func TestTenantOf(t *testing.T) {
+	globex := &auth.Tenant{ID: "globex", Settings: auth.Settings{CloudDocConsent: true}}
+	known := map[string]*auth.Tenant{"globex": globex}
+	for _, tc := range []struct {
+		name, header string
+		want         *auth.Tenant
+		ok           bool
+	}{
+		{"no header: the default", "", &auth.Tenant{ID: "t1"}, false},
+		{"known", "globex", globex, true},
+		{"unknown", "initech", &auth.Tenant{ID: "initech"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testkit.NewRequest(t, testkit.Request{Method: "GET", Target: "/",
+				Header: http.Header{testkit.HeaderTenant: {tc.header}}})
+			if tc.header == "" {
+				r.Header.Del(testkit.HeaderTenant)
+			}
+			got, ok := testkit.TenantOf(r, "t1", known)
+			testkit.Diff(t, "tenant", tc.want, got)
+			if ok != tc.ok {
+				t.Errorf("ok = %v, want %v", ok, tc.ok)
+			}
+		})
+	}
+}

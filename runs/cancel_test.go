@@ -118,10 +118,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 func TestGroupKilledOnExit(t *testing.T) {
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "orphan")})
 	r := e.create("", "alice", appRepo, "W-1")
-	got := e.waitDone("alice", r.ID)
-	if got.Status != runs.StatusSucceeded {
-		t.Fatalf("run %+v, want succeeded", got)
-	}
+	got := e.waitSucceeded("alice", r.ID)
 	var pid int
 	if _, err := fmt.Sscanf(*got.Output, "child %d\n", &pid); err != nil || pid <= 0 {
 		t.Fatalf("output %q: no child pid: %v", *got.Output, err)

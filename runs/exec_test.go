@@ -55,10 +55,7 @@ func TestRunEnvironment(t *testing.T) {
 	t.Setenv("GW_RUN_ID", "spoofed")
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "env")})
 	r := e.create("", "alice", "https://GitHub.com/acme/app.git", "ISSUE 7: fix ünïcode")
-	got := e.waitDone("alice", r.ID)
-	if got.Status != runs.StatusSucceeded {
-		t.Fatalf("run %+v, want succeeded", got)
-	}
+	got := e.waitSucceeded("alice", r.ID)
 	var vars map[string]any
 	if err := json.Unmarshal([]byte(*got.Output), &vars); err != nil {
 		t.Fatalf("output %q: %v", *got.Output, err)
@@ -88,10 +85,7 @@ func TestRunEnvironment(t *testing.T) {
 func TestWorkDirRemoved(t *testing.T) {
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "files")})
 	r := e.create("", "alice", appRepo, "W-1")
-	got := e.waitDone("alice", r.ID)
-	if got.Status != runs.StatusSucceeded {
-		t.Fatalf("run %+v, want succeeded", got)
-	}
+	got := e.waitSucceeded("alice", r.ID)
 	dir := strings.TrimSpace(*got.Output)
 	if dir == "" {
 		t.Fatal("no directory printed")

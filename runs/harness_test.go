@@ -268,6 +268,17 @@ func (e *env) waitDone(user, id string) run {
 	return e.waitDoneIn("", user, id)
 }
 
+// waitSucceeded waits until the run is final and fails the test unless it
+// succeeded.
+func (e *env) waitSucceeded(user, id string) run {
+	e.t.Helper()
+	r := e.waitDone(user, id)
+	if r.Status != runs.StatusSucceeded {
+		e.t.Fatalf("run %+v, want succeeded", r)
+	}
+	return r
+}
+
 // waitDoneIn is waitDone in tenant.
 func (e *env) waitDoneIn(tenant, user, id string) run {
 	e.t.Helper()

@@ -39,6 +39,16 @@ func ParsePage(r *http.Request) (Page, error) {
 	return Page{Limit: limit, Offset: offset}, nil
 }
 
+// QueryInt reads the integer query parameter name of r as ParsePage reads
+// limit: def when r has none; one that is not an integer from lo to hi is 400
+// invalid_field query.<name>, "<name> must be an integer from <lo> to <hi>."
+// (hi < 0: no upper bound, "<name> must be an integer of at least <lo>."), so
+// that every bounded query integer of the API is refused in the same words.
+func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
+	q := r.URL.Query()
+	return intParam(q.Get(name), q.Has(name), name, def, lo, hi)
+}
+
 // intParam parses query parameter name: absent gives def; not an integer, below
 // lo, or above hi (hi < 0: no upper bound) gives invalid_field query.<name>.
 func intParam(raw string, present bool, name string, def, lo, hi int) (int, error) {

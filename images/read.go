@@ -13,7 +13,7 @@ import (
 // List serves GET /v1/images (see the package doc).
 func (s *Service) List(w http.ResponseWriter, r *http.Request) {
 	httpx.HandleList(w, r, httpx.TenantID, func(ctx context.Context, tenant string, pg httpx.Page) ([]imageJSON, bool, error) {
-		return s.list(ctx, tenant, pg.Limit, pg.Offset)
+		return s.list(ctx, tenant, pg)
 	})
 }
 

@@ -211,7 +211,7 @@ func newID() string {
 // as {"object":"list","data":[run...],"limit","offset","has_more"}.
 func (s *Service) List(w http.ResponseWriter, r *http.Request) {
 	httpx.HandleList(w, r, readCaller, func(ctx context.Context, c caller, pg httpx.Page) ([]runJSON, bool, error) {
-		page, more, err := s.list(ctx, c.tenant.ID, c.user, c.user == "", pg.Limit, pg.Offset)
+		page, more, err := s.list(ctx, c.tenant.ID, c.user, c.user == "", pg)
 		if err != nil {
 			return nil, false, err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -278,23 +279,22 @@ func (s *Service) loadSeen(ctx context.Context, c caller, id string) (view, erro
 
 // list returns one page of the runs of tenant (of user, or all of them when
 // tenantWide), newest first, and whether more follow.
-func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool, limit, offset int) ([]record, bool, error) {
+func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool, pg httpx.Page) ([]record, bool, error) {
 	bucket, prefix := bucketByUser, byUserPrefix(tenant, user)
 	if tenantWide {
 		bucket, prefix = bucketByTenant, byTenantPrefix(tenant)
 	}
-	var page []record
-	more := false
+	var (
+		page []record
+		win  httpx.Window
+	)
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		page, more = page[:0], false // the store may run the callback again
-		skip := offset
+		page, win = page[:0], httpx.Window{Page: pg} // the store may run the callback again
 		return tx.Scan(bucket, prefix, true, func(_, v []byte) (bool, error) {
-			if skip > 0 {
-				skip--
+			if win.Skip() {
 				return true, nil
 			}
-			if len(page) == limit {
-				more = true
+			if win.Full(len(page)) {
 				return false, nil
 			}
 			rec, ok, err := getRecord(tx, tenant, string(v))
@@ -310,5 +310,5 @@ func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool
 	if err != nil {
 		return nil, false, errcat.FromStore(err)
 	}
-	return page, more, nil
+	return page, win.More, nil
 }

@@ -65,6 +65,39 @@ func intParam(raw string, present bool, name string, def, lo, hi int) (int, erro
 	return n, nil
 }
 
+// Window places the entries of a store scan against a Page, so that every
+// list reads its page the same way: Skip is true for the Offset entries
+// before the page, Full once the page holds Limit entries, and then More
+// says that an entry followed it. A Window serves one run of a scan: a
+// transaction callback, which may run again, starts a new one.
+type Window struct {
+	Page
+	skipped int
+	// More says that the scan met an entry after a full page.
+	More bool
+}
+
+// Skip reports whether the entry the scan is at comes before the page, and
+// counts it if so.
+func (w *Window) Skip() bool {
+	if w.skipped < w.Offset {
+		w.skipped++
+		return true
+	}
+	return false
+}
+
+// Full reports whether a page holding n entries (added one at a time, so
+// never past Limit) is full, when the scan is at an entry not skipped: that
+// entry follows the page, so More is set and the scan can stop.
+func (w *Window) Full(n int) bool {
+	if n != w.Limit {
+		return false
+	}
+	w.More = true
+	return true
+}
+
 // List is the answer of a list endpoint:
 // {"object":"list","data":[...],"limit","offset","has_more"}.
 type List[T any] struct {

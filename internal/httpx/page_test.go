@@ -60,6 +60,36 @@ func TestFieldName(t *testing.T) {
 	}
 }
 
+func TestWindow(t *testing.T) {
+	for _, tt := range []struct {
+		page    httpx.Page
+		entries int
+		want    []int
+		more    bool
+	}{
+		{httpx.Page{Limit: 2}, 5, []int{0, 1}, true},
+		{httpx.Page{Limit: 2, Offset: 3}, 5, []int{3, 4}, false},
+		{httpx.Page{Limit: 2, Offset: 2}, 5, []int{2, 3}, true},
+		{httpx.Page{Limit: 5}, 5, []int{0, 1, 2, 3, 4}, false},
+		{httpx.Page{Limit: 1, Offset: 9}, 5, nil, false},
+	} {
+		w := httpx.Window{Page: tt.page}
+		var got []int
+		for i := range tt.entries { // a scan of the entries 0, 1, ...
+			if w.Skip() {
+				continue
+			}
+			if w.Full(len(got)) {
+				break
+			}
+			got = append(got, i)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" || w.More != tt.more {
+			t.Errorf("%+v: page mismatch (-want +got):\n%s\nMore = %v, want %v", tt.page, diff, w.More, tt.more)
+		}
+	}
+}
+
 func TestParsePage(t *testing.T) {
 	const (
 		limitMsg  = "limit must be an integer from 1 to 500."

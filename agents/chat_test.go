@@ -86,7 +86,7 @@ func TestChatErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			rec := e.do(t, "POST", "/a1/agents/"+tt.agent+"/chat", "", tt.body, tt.headers...)
-			testkit.Diff(t, "error", testkit.Error{Status: tt.status, Code: tt.code, Param: tt.param}, testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+			testkit.CheckError(t, rec, testkit.Error{Status: tt.status, Code: tt.code, Param: tt.param})
 			if n := len(e.up.Calls()); n != 0 {
 				t.Errorf("upstream called %d times", n)
 			}
@@ -109,7 +109,7 @@ func TestChatModelNotAllowed(t *testing.T) {
 	e := newEnv(t, nil)
 	e.tenants["t9"] = newTenant("t9", "lm-4-scout")
 	rec := e.do(t, "POST", "/a1/agents/plain/chat", "", hello, "X-Test-Tenant", "t9")
-	testkit.Diff(t, "error", testkit.WantError(errcat.ModelNotInAllowlist, "model"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+	testkit.CheckError(t, rec, testkit.WantError(errcat.ModelNotInAllowlist, "model"))
 }
 
 func TestChatUpstreamErrors(t *testing.T) {
@@ -129,7 +129,7 @@ func TestChatUpstreamErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tt.script)
 			rec := e.do(t, "POST", "/a1/agents/helper/chat", "", hello)
-			testkit.Diff(t, "error", testkit.Error{Status: tt.status, Code: tt.code}, testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+			testkit.CheckError(t, rec, testkit.Error{Status: tt.status, Code: tt.code})
 		})
 	}
 }
@@ -321,7 +321,7 @@ func TestChatStreamToolRoundError(t *testing.T) {
 	}
 	e := newEnv(t, []reply{cut})
 	rec := e.do(t, "POST", "/a1/agents/helper/chat", "", `{"messages":[{"role":"user","content":"hi"}],"stream":true}`)
-	testkit.Diff(t, "error", testkit.WantError(errcat.UpstreamError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+	testkit.CheckError(t, rec, testkit.WantError(errcat.UpstreamError, ""))
 	if len(e.lookups) != 0 {
 		t.Errorf("tool ran for a cut answer")
 	}

@@ -109,7 +109,7 @@ func TestCompactExactlyN(t *testing.T) {
 	s := e.create(t, "plain", "u1", `{"compact_keep_last_n":2}`)
 	e.say(t, "plain", "u1", s.ID, "one")
 	rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", "")
-	testkit.Diff(t, "error", testkit.WantError(errcat.SessionCompactConflict, "session_id"), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+	testkit.CheckError(t, rec, testkit.WantError(errcat.SessionCompactConflict, "session_id"))
 	if n := len(e.up.Calls()); n != 1 {
 		t.Errorf("%d upstream calls", n)
 	}
@@ -119,7 +119,7 @@ func TestCompactFailureChangesNothing(t *testing.T) {
 	t.Run("upstream", func(t *testing.T) {
 		e, s := chatty(t, fail(&errcat.Error{Code: errcat.UpstreamUnavailable}))
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", "")
-		testkit.Diff(t, "error", testkit.WantError(errcat.UpstreamUnavailable, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+		testkit.CheckError(t, rec, testkit.WantError(errcat.UpstreamUnavailable, ""))
 		assertUnchanged(t, e, s)
 	})
 	t.Run("storage", func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestCompactFailureChangesNothing(t *testing.T) {
 			return errors.New("disk full")
 		})
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/compact", "u1", "")
-		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+		testkit.CheckError(t, rec, testkit.WantError(errcat.StorageError, ""))
 		e.st.FailWith(nil)
 		assertUnchanged(t, e, s)
 	})

@@ -244,14 +244,7 @@ func newEnv(t *testing.T, script []reply, opts ...envOption) *env {
 
 func (e *env) withPrincipal(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Test-Tenant")
-		if id == "" {
-			id = "t1"
-		}
-		tenant := e.tenants[id]
-		if tenant == nil {
-			tenant = &auth.Tenant{ID: id}
-		}
+		tenant, _ := testkit.TenantOf(r, "t1", e.tenants)
 		role := r.Header.Get("X-Test-Role")
 		if role == "" {
 			role = auth.RoleMember

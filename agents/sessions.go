@@ -118,7 +118,7 @@ func (s *Service) CreateSession(w http.ResponseWriter, r *http.Request) {
 // messages...],"limit","offset","has_more"}.
 func (s *Service) ListSessions(w http.ResponseWriter, r *http.Request) {
 	httpx.HandleList(w, r, s.readTarget, func(ctx context.Context, t target, pg httpx.Page) ([]sessionJSON, bool, error) {
-		page, more, err := (sessionStore{s.store}).list(ctx, t.tenant(), t.user, t.agent.Name, pg.Limit, pg.Offset)
+		page, more, err := (sessionStore{s.store}).list(ctx, t.tenant(), t.user, t.agent.Name, pg)
 		if err != nil {
 			return nil, false, err
 		}

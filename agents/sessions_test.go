@@ -144,7 +144,7 @@ func TestSessionErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.do(t, tt.method, tt.path, tt.user, tt.body, tt.headers...)
-			testkit.Diff(t, "error", testkit.Error{Status: tt.status, Code: tt.code, Param: tt.param}, testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+			testkit.CheckError(t, rec, testkit.Error{Status: tt.status, Code: tt.code, Param: tt.param})
 		})
 	}
 	if n := len(e.up.Calls()); n != 0 {
@@ -239,55 +239,53 @@ func TestPostMessageStream(t *testing.T) {
 }
 
 func TestFailedTurnStoresNothing(t *testing.T) {
-	t.Run("upstream", func(t *testing.T) {
-		e := newEnv(t, []reply{fail(&errcat.Error{Code: errcat.UpstreamError})})
-		s := e.create(t, "plain", "u1", "")
-		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/messages", "u1", `{"message":"hi"}`)
-		testkit.Diff(t, "error", testkit.WantError(errcat.UpstreamError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
-		if got := e.get(t, "plain", "u1", s.ID); len(got.Messages) != 0 {
-			t.Errorf("stored %v", got.Messages)
+	failWrites := func(op string) error {
+		if op == "View" {
+			return nil
 		}
-	})
-	t.Run("commit", func(t *testing.T) {
-		e := newEnv(t, []reply{text("lost")})
-		s := e.create(t, "plain", "u1", "")
-		e.st.FailWith(func(op string) error {
-			if op == "View" {
-				return nil
+		return errors.New("disk full")
+	}
+	for _, tc := range []struct {
+		name       string
+		answer     reply
+		failWrites bool // the store fails every write of the turn
+		stream     bool
+		want       testkit.Error // of a stream: the code of its last event, gw.error
+	}{
+		{name: "upstream", answer: fail(&errcat.Error{Code: errcat.UpstreamError}), want: testkit.WantError(errcat.UpstreamError, "")},
+		{name: "commit", answer: text("lost"), failWrites: true, want: testkit.WantError(errcat.StorageError, "")},
+		{name: "commit stream", answer: text("lost"), failWrites: true, stream: true, want: testkit.WantError(errcat.StorageError, "")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, []reply{tc.answer})
+			s := e.create(t, "plain", "u1", "")
+			if tc.failWrites {
+				e.st.FailWith(failWrites)
 			}
-			return errors.New("disk full")
-		})
-		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/messages", "u1", `{"message":"hi"}`)
-		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
-		e.st.FailWith(nil)
-		if got := e.get(t, "plain", "u1", s.ID); len(got.Messages) != 0 {
-			t.Errorf("stored %v", got.Messages)
-		}
-	})
-	t.Run("commit stream", func(t *testing.T) {
-		e := newEnv(t, []reply{text("lost")})
-		s := e.create(t, "plain", "u1", "")
-		e.st.FailWith(func(op string) error {
-			if op == "View" {
-				return nil
+			body := `{"message":"hi"}`
+			if tc.stream {
+				body = `{"message":"hi","stream":true}`
 			}
-			return errors.New("disk full")
+			rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/messages", "u1", body)
+			if tc.stream {
+				evs := testkit.ParseSSE(t, rec.Body.String())
+				if last := evs[len(evs)-1]; last.Type != "gw.error" || !strings.Contains(last.Data, tc.want.Code) {
+					t.Errorf("last event %v", last)
+				}
+			} else {
+				testkit.CheckError(t, rec, tc.want)
+			}
+			e.st.FailWith(nil)
+			if got := e.get(t, "plain", "u1", s.ID); len(got.Messages) != 0 {
+				t.Errorf("stored %v", got.Messages)
+			}
 		})
-		rec := e.do(t, "POST", "/a1/agents/plain/sessions/"+s.ID+"/messages", "u1", `{"message":"hi","stream":true}`)
-		evs := testkit.ParseSSE(t, rec.Body.String())
-		if last := evs[len(evs)-1]; last.Type != "gw.error" || !strings.Contains(last.Data, "storage_error") {
-			t.Errorf("last event %v", last)
-		}
-		e.st.FailWith(nil)
-		if got := e.get(t, "plain", "u1", s.ID); len(got.Messages) != 0 {
-			t.Errorf("stored %v", got.Messages)
-		}
-	})
+	}
 	t.Run("create", func(t *testing.T) {
 		e := newEnv(t, nil)
 		e.st.FailNext(errors.New("disk full")) // tenant config read
 		rec := e.do(t, "POST", "/a1/agents/plain/sessions", "u1", "")
-		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+		testkit.CheckError(t, rec, testkit.WantError(errcat.StorageError, ""))
 		var l sessionList
 		testkit.Decode(t, e.do(t, "GET", "/a1/agents/plain/sessions", "u1", ""), 200, &l)
 		if len(l.Data) != 0 {
@@ -298,6 +296,6 @@ func TestFailedTurnStoresNothing(t *testing.T) {
 		e := newEnv(t, nil)
 		e.st.FailNext(errors.New("disk gone"))
 		rec := e.do(t, "GET", "/a1/agents/plain/sessions", "u1", "")
-		testkit.Diff(t, "error", testkit.WantError(errcat.StorageError, ""), testkit.ErrorOf(t, rec.Code, rec.Body.Bytes()))
+		testkit.CheckError(t, rec, testkit.WantError(errcat.StorageError, ""))
 	})
 }

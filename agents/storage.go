@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -172,25 +173,22 @@ func (ss sessionStore) get(ctx context.Context, tenant, id string, withMessages 
 
 // list returns a page of the sessions of agent for user (every user of the
 // tenant when user is ""), newest first, and whether more follow.
-func (ss sessionStore) list(ctx context.Context, tenant, user, agent string, limit, offset int) ([]*sessionRecord, bool, error) {
+func (ss sessionStore) list(ctx context.Context, tenant, user, agent string, pg httpx.Page) ([]*sessionRecord, bool, error) {
 	bucket, prefix := bucketByUser, userIndexPrefix(tenant, user, agent)
 	if user == "" {
 		bucket, prefix = bucketByTenant, tenantIndexPrefix(tenant, agent)
 	}
 	var (
-		out  []*sessionRecord
-		more bool
+		out []*sessionRecord
+		win httpx.Window
 	)
 	err := ss.st.View(ctx, func(tx store.Tx) error {
-		out, more = out[:0], false
-		skipped := 0
+		out, win = out[:0], httpx.Window{Page: pg}
 		return tx.Scan(bucket, prefix, false, func(k, _ []byte) (bool, error) {
-			if skipped < offset {
-				skipped++
+			if win.Skip() {
 				return true, nil
 			}
-			if len(out) == limit {
-				more = true
+			if win.Full(len(out)) {
 				return false, nil
 			}
 			rest := k[len(prefix):]
@@ -212,7 +210,7 @@ func (ss sessionStore) list(ctx context.Context, tenant, user, agent string, lim
 	if err != nil {
 		return nil, false, errcat.Storage(fmt.Errorf("agents: list sessions: %w", err))
 	}
-	return out, more, nil
+	return out, win.More, nil
 }
 
 // appendTurn stores msgs at the end of live session id in one transaction.

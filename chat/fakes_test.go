@@ -168,13 +168,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 
 func (e *env) withPrincipal(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Test-Tenant")
-		if id == "" {
-			id = "t1"
-		}
-		tenant := e.tenants[id]
-		if tenant == nil {
-			tenant = &auth.Tenant{ID: id}
+		tenant, known := testkit.TenantOf(r, "t1", e.tenants)
+		if !known {
 			tenant.Settings.CloudDocConsent = r.Header.Get("X-Test-Consent") == "on"
 		}
 		p := &auth.Principal{Tenant: tenant, Role: auth.RoleMember}

@@ -48,6 +48,7 @@
 package conversation
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -101,7 +102,7 @@ func (s *Service) ListConversations(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	c, err := httpx.CallerOf(r, httpx.UserOrAdminRead, true)
+	c, err := readCaller(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -128,35 +129,41 @@ func (s *Service) ListConversations(w http.ResponseWriter, r *http.Request) {
 // stored (content a string or a parts array; assistant tool_calls in the OpenAI
 // shape). Unknown, or another user's: 404 conversation_not_found.
 func (s *Service) GetConversation(w http.ResponseWriter, r *http.Request) {
-	who, err := httpx.CallerOf(r, httpx.UserOrAdminRead, true)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	c, err := s.Get(r.Context(), who.Tenant.ID, who.User, httpx.Param(r, "id"))
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
-		ConversationID string `json:"conversation_id"`
-		UserID         string `json:"user_id"`
-		Messages       any    `json:"messages"`
-	}{c.ID, c.UserID, c.Messages})
+	httpx.Handle(w, r, readCaller, func(ctx context.Context, who httpx.Caller) (conversationJSON, error) {
+		c, err := s.Get(ctx, who.Tenant.ID, who.User, httpx.Param(r, "id"))
+		if err != nil {
+			return conversationJSON{}, err
+		}
+		return conversationJSON{c.ID, c.UserID, c.Messages}, nil
+	})
+}
+
+// conversationJSON is the answer of GET /c1/conversations/:id.
+type conversationJSON struct {
+	ConversationID string `json:"conversation_id"`
+	UserID         string `json:"user_id"`
+	Messages       any    `json:"messages"`
+}
+
+// readCaller resolves who reads: GW-User-Id's user, or a tenant admin's
+// whole tenant without it.
+func readCaller(r *http.Request) (httpx.Caller, error) {
+	return httpx.CallerOf(r, httpx.UserOrAdminRead, true)
+}
+
+// writeCaller resolves who writes: GW-User-Id is required.
+func writeCaller(r *http.Request) (httpx.Caller, error) {
+	return httpx.CallerOf(r, httpx.UserRequired, false)
 }
 
 // DeleteConversation serves DELETE /c1/conversations/:id: {"deleted":N}, N the number
 // of stored messages removed; 0 for an unknown id or another user's.
 func (s *Service) DeleteConversation(w http.ResponseWriter, r *http.Request) {
-	c, err := httpx.CallerOf(r, httpx.UserRequired, false)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	n, err := s.Delete(r.Context(), c.Tenant.ID, c.User, httpx.Param(r, "id"))
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]int64{"deleted": n})
+	httpx.Handle(w, r, writeCaller, func(ctx context.Context, c httpx.Caller) (map[string]int64, error) {
+		n, err := s.Delete(ctx, c.Tenant.ID, c.User, httpx.Param(r, "id"))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]int64{"deleted": n}, nil
+	})
 }

@@ -34,8 +34,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{st: memstore.New(), clock: clock.NewFake(t0)}
-	t.Cleanup(func() { e.st.Close() })
+	e := &env{st: testkit.MemStore(t), clock: clock.NewFake(t0)}
 	e.svc = conversation.New(conversation.Config{Store: e.st, Clock: e.clock})
 	e.h = testkit.Router(t, map[string]http.HandlerFunc{
 		"GET /c1/conversations":        e.svc.ListConversations,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/wire"
 	"github.com/chatgw/gateway/store"
 )
@@ -272,19 +273,16 @@ func (r *Repository) List(ctx context.Context, tenant, user string, limit, offse
 		prefix, bucket = tenantPrefix(tenant), bucketByTenant
 	}
 	var (
-		page    []Summary
-		hasMore bool
+		page []Summary
+		win  httpx.Window
 	)
 	err := r.st.View(ctx, func(tx store.Tx) error {
-		page, hasMore = make([]Summary, 0, min(limit, 64)), false
-		i := 0
+		page, win = make([]Summary, 0, min(limit, 64)), httpx.Window{Page: httpx.Page{Limit: limit, Offset: offset}}
 		return tx.Scan(bucket, prefix, false, func(k, v []byte) (bool, error) {
-			if i < offset {
-				i++
+			if win.Skip() {
 				return true, nil
 			}
-			if len(page) == limit {
-				hasMore = true
+			if win.Full(len(page)) {
 				return false, nil
 			}
 			s, err := parseIndex(k, v, len(prefix))
@@ -298,7 +296,7 @@ func (r *Repository) List(ctx context.Context, tenant, user string, limit, offse
 	if err != nil {
 		return nil, false, storageErr("List", err)
 	}
-	return page, hasMore, nil
+	return page, win.More, nil
 }
 
 // Delete removes conversation id of user (its messages, meta record and index

@@ -2,17 +2,15 @@ package images_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/images"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -71,23 +69,17 @@ func (e *env) startWith(t *testing.T, cfg images.Config) *images.Service {
 	return s
 }
 
-// request builds a request as the gateway's middleware hands it to a handler:
-// the principal of a member token of tenant, the request info, and the path
-// parameter id. A body is sent as application/json.
+// request builds a request of a member token of tenant as the router and the
+// middleware hand it to a handler, with the path parameter id. A body ("":
+// none) is sent as application/json.
 func request(method, target, body string, tenant *auth.Tenant, id string) *http.Request {
-	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	q := testkit.Request{Method: method, Target: target, Principal: testkit.Member(tenant),
+		Params: httprouter.Params{{Key: "id", Value: id}}}
 	if body != "" {
-		r.Header.Set("Content-Type", "application/json")
+		q.Body = body
 	}
-	ctx := auth.NewContext(r.Context(), &auth.Principal{TokenID: "tok", Tenant: tenant, Role: auth.RoleMember})
-	info := &httpx.Info{RequestID: "req-7", Logger: slog.New(slog.DiscardHandler)}
-	return r.WithContext(httpx.NewContext(ctx, info, httprouter.Params{{Key: "id", Value: id}}))
-}
-
-func serve(h http.HandlerFunc, r *http.Request) *httptest.ResponseRecorder {
-	w := httptest.NewRecorder()
-	h(w, r)
-	return w
+	r, _ := q.Build() // a string body always builds
+	return r
 }
 
 // apiErr is what the tests compare of an error answer; Param is "<null>" for

@@ -19,6 +19,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/images"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/tenantconfig"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -59,7 +60,7 @@ var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 
 func (e *env) generate(t *testing.T, tenant *auth.Tenant, body string) *httptest.ResponseRecorder {
 	t.Helper()
-	return serve(e.svc.Generate, request("POST", "/v1/images/generations", body, tenant, ""))
+	return testkit.Record(e.svc.Generate, request("POST", "/v1/images/generations", body, tenant, ""))
 }
 
 // mustGenerate generates and decodes a successful answer.
@@ -77,20 +78,20 @@ func (e *env) mustGenerate(t *testing.T, tenant *auth.Tenant, body string) image
 }
 
 func (e *env) getImage(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
-	return serve(e.svc.Get, request("GET", "/v1/images/"+id, "", tenant, id))
+	return testkit.Record(e.svc.Get, request("GET", "/v1/images/"+id, "", tenant, id))
 }
 
 func (e *env) imageContent(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
-	return serve(e.svc.Content, request("GET", "/v1/images/"+id+"/content", "", tenant, id))
+	return testkit.Record(e.svc.Content, request("GET", "/v1/images/"+id+"/content", "", tenant, id))
 }
 
 func (e *env) deleteImage(tenant *auth.Tenant, id string) *httptest.ResponseRecorder {
-	return serve(e.svc.Delete, request("DELETE", "/v1/images/"+id, "", tenant, id))
+	return testkit.Record(e.svc.Delete, request("DELETE", "/v1/images/"+id, "", tenant, id))
 }
 
 func (e *env) listImages(t *testing.T, tenant *auth.Tenant, query string) imageList {
 	t.Helper()
-	w := serve(e.svc.List, request("GET", "/v1/images"+query, "", tenant, ""))
+	w := testkit.Record(e.svc.List, request("GET", "/v1/images"+query, "", tenant, ""))
 	if w.Code != http.StatusOK {
 		t.Fatalf("list: status %d: %s", w.Code, w.Body.String())
 	}
@@ -137,7 +138,7 @@ func (e *env) setTenantConfig(t *testing.T, tenant *auth.Tenant, key string, val
 	t.Helper()
 	cfg := tenantconfig.NewService(e.st, e.cat)
 	body := fmt.Sprintf(`{"key":%q,"value":%d}`, key, value)
-	if w := serve(cfg.Put, request("PUT", "/v1/tenant/config", body, tenant, "")); w.Code != 200 {
+	if w := testkit.Record(cfg.Put, request("PUT", "/v1/tenant/config", body, tenant, "")); w.Code != 200 {
 		t.Fatalf("tenant config %s=%d: %d %s", key, value, w.Code, w.Body.String())
 	}
 }
@@ -325,7 +326,7 @@ func TestImageGenerateURL(t *testing.T) {
 			if tt.tls {
 				r.TLS = &tls.ConnectionState{}
 			}
-			w := serve(e.svc.Generate, r)
+			w := testkit.Record(e.svc.Generate, r)
 			var a imageAnswer
 			if err := json.Unmarshal(w.Body.Bytes(), &a); w.Code != 200 || err != nil || len(a.Data) != 1 {
 				t.Fatalf("status %d: %s", w.Code, w.Body.String())
@@ -503,7 +504,7 @@ func TestImageList(t *testing.T) {
 		{"?offset=x", apiErr{400, "invalid_field", "query.offset"}},
 	} {
 		t.Run("bad "+tt.query, func(t *testing.T) {
-			wantErr(t, serve(e.svc.List, request("GET", "/v1/images"+tt.query, "", acme, "")), tt.want)
+			wantErr(t, testkit.Record(e.svc.List, request("GET", "/v1/images"+tt.query, "", acme, "")), tt.want)
 		})
 	}
 }
@@ -692,7 +693,7 @@ func TestImageStorageErrors(t *testing.T) {
 
 	for name, h := range map[string]func() *httptest.ResponseRecorder{
 		"list": func() *httptest.ResponseRecorder {
-			return serve(e.svc.List, request("GET", "/v1/images", "", acme, ""))
+			return testkit.Record(e.svc.List, request("GET", "/v1/images", "", acme, ""))
 		},
 		"get":     func() *httptest.ResponseRecorder { return e.getImage(acme, img.ID) },
 		"content": func() *httptest.ResponseRecorder { return e.imageContent(acme, img.ID) },
@@ -725,7 +726,7 @@ func TestGenerateReportsUsage(t *testing.T) {
 			info := httpx.InfoFrom(r.Context())
 			info.Meter.Start()
 			info.Meter.Call("lm-image", "local") // the root's upstream wrapper does this
-			if w := serve(e.svc.Generate, r); w.Code != tc.status {
+			if w := testkit.Record(e.svc.Generate, r); w.Code != tc.status {
 				t.Fatalf("status %d, want %d: %s", w.Code, tc.status, w.Body)
 			}
 			got := info.Meter.Totals()

@@ -13,19 +13,20 @@ import (
 // List serves GET /v1/images (see the package doc).
 func (s *Service) List(w http.ResponseWriter, r *http.Request) {
 	httpx.HandleList(w, r, httpx.TenantID, func(ctx context.Context, tenant string, pg httpx.Page) ([]imageJSON, bool, error) {
-		return s.list(ctx, tenant, pg.Limit, pg.Offset)
+		return s.list(ctx, tenant, pg)
 	})
 }
 
 // Get serves GET /v1/images/{id}: the metadata plus b64_json.
 func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
-	img, data, err := s.lookup(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	img.B64JSON = base64.StdEncoding.EncodeToString(data)
-	httpx.WriteJSON(w, http.StatusOK, img)
+	httpx.Handle(w, r, httpx.TenantID, func(ctx context.Context, tenant string) (*imageJSON, error) {
+		img, data, err := s.get(ctx, tenant, httpx.Param(r, "id"))
+		if err != nil {
+			return nil, err
+		}
+		img.B64JSON = base64.StdEncoding.EncodeToString(data)
+		return img, nil
+	})
 }
 
 // Content serves GET /v1/images/{id}/content: the image bytes.
@@ -46,31 +47,30 @@ func (s *Service) Content(w http.ResponseWriter, r *http.Request) {
 
 // Delete serves DELETE /v1/images/{id}.
 func (s *Service) Delete(w http.ResponseWriter, r *http.Request) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	id := httpx.Param(r, "id")
-	if err := s.delete(r.Context(), p.Tenant.ID, id); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Deleted bool   `json:"deleted"`
-	}{id, "image", true})
+	httpx.Handle(w, r, httpx.TenantID, func(ctx context.Context, tenant string) (deleted, error) {
+		id := httpx.Param(r, "id")
+		if err := s.delete(ctx, tenant, id); err != nil {
+			return deleted{}, err
+		}
+		return deleted{id, "image", true}, nil
+	})
+}
+
+// deleted is the answer of DELETE /v1/images/{id}.
+type deleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Deleted bool   `json:"deleted"`
 }
 
 // lookup returns the live image of the request's path id for its tenant, with
 // its bytes.
 func (s *Service) lookup(r *http.Request) (*imageJSON, []byte, error) {
-	p, err := httpx.Principal(r)
+	tenant, err := httpx.TenantID(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.get(r.Context(), p.Tenant.ID, httpx.Param(r, "id"))
+	return s.get(r.Context(), tenant, httpx.Param(r, "id"))
 }
 
 func imageNotFound() error {

@@ -190,27 +190,26 @@ func (s *Service) save(ctx context.Context, tenant string, req *genRequest, imag
 
 // list returns a page of the tenant's live images, newest first, and whether
 // more follow.
-func (s *Service) list(ctx context.Context, tenant string, limit, offset int) ([]imageJSON, bool, error) {
+func (s *Service) list(ctx context.Context, tenant string, pg httpx.Page) ([]imageJSON, bool, error) {
 	now := s.clock.Now()
-	var page []imageJSON
-	var more bool
+	var (
+		page []imageJSON
+		win  httpx.Window
+	)
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		// Reset: a store may run the callback again (a retried transaction).
-		page, more = []imageJSON{}, false
-		skipped := 0
+		page, win = []imageJSON{}, httpx.Window{Page: pg}
 		return tx.Scan(imgMetaBucket, store.AppendString(nil, tenant), true, func(_, v []byte) (bool, error) {
 			var img imageJSON
 			if err := json.Unmarshal(v, &img); err != nil {
 				return false, fmt.Errorf("img/meta record: %w", err)
 			}
 			switch {
-			case !img.ExpiresAt.After(now):
+			case !img.ExpiresAt.After(now): // expired: not in any page
 				return true, nil
-			case skipped < offset:
-				skipped++
+			case win.Skip():
 				return true, nil
-			case len(page) == limit:
-				more = true
+			case win.Full(len(page)):
 				return false, nil
 			}
 			page = append(page, img)
@@ -220,7 +219,7 @@ func (s *Service) list(ctx context.Context, tenant string, limit, offset int) ([
 	if err != nil {
 		return nil, false, errcat.Storage(fmt.Errorf("images.list: %w", err))
 	}
-	return page, more, nil
+	return page, win.More, nil
 }
 
 // get returns the tenant's live image id with its bytes, or image_not_found.

@@ -25,10 +25,10 @@ type entryList struct {
 // requiredString checks a required, non-empty string field.
 func requiredString(v *string, param string) (string, error) {
 	if v == nil {
-		return "", errcat.Newf(errcat.MissingField, param, "%s is required.", fieldName(param))
+		return "", errcat.Newf(errcat.MissingField, param, "%s is required.", httpx.FieldName(param))
 	}
 	if *v == "" {
-		return "", errcat.Newf(errcat.InvalidField, param, "%s must not be empty.", fieldName(param))
+		return "", errcat.Newf(errcat.InvalidField, param, "%s must not be empty.", httpx.FieldName(param))
 	}
 	return *v, nil
 }

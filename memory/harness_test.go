@@ -27,18 +27,22 @@ type env struct {
 	reg            *tools.Registry
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv builds a Service over a fresh store; edit, if any, changes its
+// Config (whose Store and Clock are filled in) first.
+func newEnv(t *testing.T, edit ...func(*memory.Config)) *env {
 	t.Helper()
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
-	return newEnvOver(t, st, clock.NewFake(t0))
+	return newEnvOver(t, testkit.MemStore(t), clock.NewFake(t0), edit...)
 }
 
 // newEnvOver builds a fresh Service over st (a restart keeps the store).
-func newEnvOver(t *testing.T, st *memstore.Store, clk *clock.Fake) *env {
+func newEnvOver(t *testing.T, st *memstore.Store, clk *clock.Fake, edit ...func(*memory.Config)) *env {
 	t.Helper()
 	e := &env{Client: testkit.Client{T: t}, st: st, clk: clk}
-	e.svc = memory.New(memory.Config{Store: st, Clock: clk})
+	cfg := memory.Config{Store: st, Clock: clk}
+	for _, f := range edit {
+		f(&cfg)
+	}
+	e.svc = memory.New(cfg)
 	reg, err := tools.NewRegistry(append(e.svc.Tools(), tools.CurrentTime(clk))...)
 	if err != nil {
 		t.Fatal(err)

@@ -150,10 +150,10 @@ func scopeOf(scope, param string) (string, error) {
 // visibilityOf validates a visibility (param names it).
 func visibilityOf(v *string, param string) (string, error) {
 	if v == nil || *v == "" {
-		return "", errcat.Newf(errcat.MissingField, param, "%s is required (private or public).", fieldName(param))
+		return "", errcat.Newf(errcat.MissingField, param, "%s is required (private or public).", httpx.FieldName(param))
 	}
 	if *v != Private && *v != Public {
-		return "", errcat.Newf(errcat.InvalidField, param, "%s must be private or public.", fieldName(param))
+		return "", errcat.Newf(errcat.InvalidField, param, "%s must be private or public.", httpx.FieldName(param))
 	}
 	return *v, nil
 }
@@ -174,14 +174,4 @@ func bucketOf(tenant, user string, vis, scope *string, param func(field string) 
 		return bucketKey{}, err
 	}
 	return newBucketKey(tenant, sc, v, user), nil
-}
-
-// fieldName is the last part of a param ("body.key" -> "key").
-func fieldName(param string) string {
-	for i := len(param) - 1; i >= 0; i-- {
-		if param[i] == '.' {
-			return param[i+1:]
-		}
-	}
-	return param
 }

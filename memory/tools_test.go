@@ -9,11 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/memory"
-	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/tools"
 )
 
@@ -146,18 +144,13 @@ func TestConfirmTokensAreDistinct(t *testing.T) {
 }
 
 func TestConfirmStoreIsBounded(t *testing.T) {
-	clk := clock.NewFake(t0)
-	svc := memory.New(memory.Config{Store: memstore.New(), Clock: clk, MaxPendingConfirms: 2})
-	reg, err := tools.NewRegistry(svc.Tools()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newEnv(t, func(c *memory.Config) { c.MaxPendingConfirms = 2 })
 	call := func(args map[string]any) (any, error) {
-		return reg.Run(context.Background(), "memory_remember", tools.Call{TenantID: "acme", UserID: "alice", Arguments: mustJSON(t, args)})
+		return e.reg.Run(context.Background(), "memory_remember", tools.Call{TenantID: "acme", UserID: "alice", Arguments: mustJSON(t, args)})
 	}
 	var toks []string
 	for i := range 3 {
-		clk.Advance(time.Second)
+		e.clk.Advance(time.Second)
 		out, err := call(publicArgs("k", strings.Repeat("v", i+1)))
 		if err != nil {
 			t.Fatal(err)

@@ -28,8 +28,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	return newEnvOver(t, st, st, clock.NewFake(t0))
 }
 

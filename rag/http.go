@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/chatgw/gateway/errcat"
@@ -171,7 +170,7 @@ func decodeDocuments(raw json.RawMessage) ([]Document, error) {
 func decodeDocument(raw json.RawMessage, param string) (Document, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return Document{}, errcat.Newf(errcat.InvalidField, param, "%s must be an object {\"doc_id\",\"text\",\"metadata\"?}.", fieldName(param))
+		return Document{}, errcat.Newf(errcat.InvalidField, param, "%s must be an object {\"doc_id\",\"text\",\"metadata\"?}.", httpx.FieldName(param))
 	}
 	names := make([]string, 0, len(fields))
 	for name := range fields {
@@ -246,7 +245,7 @@ func decodeSearch(r *http.Request) (searchInput, error) {
 	if err != nil {
 		return searchInput{}, err
 	}
-	in := searchInput{tenant: tenant, index: httpx.Param(r, "id"), k: DefaultK}
+	in := searchInput{tenant: tenant, index: httpx.Param(r, "id")}
 	query := r.URL.Query()
 	if !query.Has("q") {
 		return in, errcat.New(errcat.MissingField, "query.q", "q (the search text) is required.")
@@ -258,20 +257,6 @@ func decodeSearch(r *http.Request) (searchInput, error) {
 	case len(in.q) > MaxQueryBytes:
 		return in, errcat.Newf(errcat.InvalidField, "query.q", "q is %d bytes, over the limit of %d.", len(in.q), MaxQueryBytes)
 	}
-	if query.Has("k") {
-		k, err := strconv.Atoi(query.Get("k"))
-		if err != nil || k < 1 || k > MaxK {
-			return in, errcat.Newf(errcat.InvalidField, "query.k", "k must be an integer from 1 to %d.", MaxK)
-		}
-		in.k = k
-	}
-	return in, nil
-}
-
-// fieldName is the last part of a param ("body.documents[3]" -> "documents[3]").
-func fieldName(param string) string {
-	if i := strings.LastIndexByte(param, '.'); i >= 0 {
-		return param[i+1:]
-	}
-	return param
+	in.k, err = httpx.QueryInt(r, "k", DefaultK, 1, MaxK)
+	return in, err
 }

@@ -101,8 +101,7 @@ func TestWriteFailingMidwayLeavesStateIntact(t *testing.T) {
 	for _, w := range failingWrites {
 		for _, failAt := range []int{0, 1, 3, 10, 25} {
 			t.Run(fmt.Sprintf("%s/op %d", w.name, failAt), func(t *testing.T) {
-				st := memstore.New()
-				t.Cleanup(func() { st.Close() })
+				st := testkit.MemStore(t)
 				fs := &flakyStore{Store: st, failAt: -1}
 				e := newEnvOver(t, st, fs, clock.NewFake(t0))
 				corpus(e, "", "kb")

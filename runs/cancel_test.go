@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 )
 
@@ -47,12 +48,12 @@ func TestCancelRunning(t *testing.T) {
 			}
 			want := run{ID: r.ID, Runtime: "coding-agent", Repo: appRepo, WorkItem: "W-1", Status: runs.StatusCancelled,
 				CreatedAt: t0, StartedAt: &t0, FinishedAt: &t0, ExitCode: tt.exitCode, Reason: tt.reason, UserID: "alice"}
-			diffT(t, "cancel answer", want, got)
+			testkit.Diff(t, "cancel answer", want, got)
 			want.Output, want.OutputTruncated = ptr(tt.output), ptr(false)
-			diffT(t, "run after cancel", want, e.get("", "alice", r.ID))
+			testkit.Diff(t, "run after cancel", want, e.get("", "alice", r.ID))
 			// Cancelling again answers the run as it is.
 			want.Output, want.OutputTruncated = nil, nil
-			diffT(t, "second cancel", want, e.cancel("", "alice", r.ID))
+			testkit.Diff(t, "second cancel", want, e.cancel("", "alice", r.ID))
 		})
 	}
 }
@@ -69,7 +70,7 @@ func TestCancelQueued(t *testing.T) {
 	got := e.cancel("", "alice", second.ID)
 	want := run{ID: second.ID, Runtime: "coding-agent", Repo: appRepo, WorkItem: "W-2", Status: runs.StatusCancelled,
 		CreatedAt: t0, FinishedAt: &t0, Reason: runs.ReasonCancelledQueued, UserID: "alice"}
-	diffT(t, "cancel answer", want, got)
+	testkit.Diff(t, "cancel answer", want, got)
 	if r := e.get("", "alice", first.ID); r.Status != runs.StatusRunning {
 		t.Errorf("first run %s, want running", r.Status)
 	}
@@ -79,7 +80,7 @@ func TestCancelQueued(t *testing.T) {
 	e.cancel("", "alice", first.ID)
 	e.waitReady("alice", third.ID) // the third starts, the second never does
 	want.Output, want.OutputTruncated = ptr(""), ptr(false)
-	diffT(t, "cancelled queued run", want, e.get("", "alice", second.ID))
+	testkit.Diff(t, "cancelled queued run", want, e.get("", "alice", second.ID))
 	e.cancel("", "alice", third.ID)
 }
 
@@ -89,7 +90,7 @@ func TestCancelFinished(t *testing.T) {
 	r := e.create("", "alice", appRepo, "W-1")
 	done := e.waitDone("alice", r.ID)
 	done.Output, done.OutputTruncated = nil, nil
-	diffT(t, "cancel of a failed run", done, e.cancel("", "alice", r.ID))
+	testkit.Diff(t, "cancel of a failed run", done, e.cancel("", "alice", r.ID))
 	if got := e.get("", "alice", r.ID); got.Status != runs.StatusFailed {
 		t.Errorf("status %s after cancel, want failed", got.Status)
 	}
@@ -117,10 +118,7 @@ func TestCancelKillsProcessGroup(t *testing.T) {
 func TestGroupKilledOnExit(t *testing.T) {
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "orphan")})
 	r := e.create("", "alice", appRepo, "W-1")
-	got := e.waitDone("alice", r.ID)
-	if got.Status != runs.StatusSucceeded {
-		t.Fatalf("run %+v, want succeeded", got)
-	}
+	got := e.waitSucceeded("alice", r.ID)
 	var pid int
 	if _, err := fmt.Sscanf(*got.Output, "child %d\n", &pid); err != nil || pid <= 0 {
 		t.Fatalf("output %q: no child pid: %v", *got.Output, err)
@@ -170,7 +168,7 @@ func TestCancelStorageError(t *testing.T) {
 		n++
 		return errors.New("disk on fire")
 	})
-	e.fails(q, wantErr(errcat.StorageError, ""))
+	e.fails(q, testkit.WantError(errcat.StorageError, ""))
 	e.st.FailWith(nil)
 	if n != 1 {
 		t.Errorf("%d writes tried, want 1", n)
@@ -212,7 +210,7 @@ func TestFinalWriteFails(t *testing.T) {
 		t.Fatalf("status %s, want running (stale)", stale.Status)
 	}
 	e.fails(req{method: "POST", path: "/a1/runs", user: "alice",
-		body: map[string]string{"runtime": "coding-agent", "repo": appRepo, "work_item": "W-1"}}, wantErr(errcat.AgentBusy, ""))
+		body: map[string]string{"runtime": "coding-agent", "repo": appRepo, "work_item": "W-1"}}, testkit.WantError(errcat.AgentBusy, ""))
 	got := e.cancel("", "alice", r.ID)
 	if got.Status != runs.StatusCancelled || got.Reason != runs.ReasonCancelled {
 		t.Errorf("cancel of a stale run: %+v", got)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store/boltstore"
 )
@@ -58,7 +59,7 @@ func helperGateway(db string, argv []string) int {
 
 // serve sends q to h and decodes a 2xx answer into v.
 func serve(h http.Handler, q req, v any) error {
-	r, err := newRequest(q)
+	r, err := q.kit().Build()
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func serve(h http.Handler, q req, v any) error {
 	if w.Code/100 != 2 {
 		return fmt.Errorf("%s %s: status %d: %s", q.method, q.path, w.Code, w.Body)
 	}
-	return decodeStrict(w.Body.Bytes(), v)
+	return testkit.UnmarshalStrict(w.Body.Bytes(), v)
 }
 
 // gateway is a helperGateway process and the run it started.

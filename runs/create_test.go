@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 )
 
@@ -30,7 +31,7 @@ func TestRuntimes(t *testing.T) {
 		e := newEnv(t, runs.Config{Command: tt.command})
 		var got list
 		e.okInto(req{method: "GET", path: "/a1/runtimes", user: "alice"}, http.StatusOK, &got)
-		diffT(t, fmt.Sprintf("runtimes with command %q", tt.command),
+		testkit.Diff(t, fmt.Sprintf("runtimes with command %q", tt.command),
 			list{Object: "list", Data: []runtime{{"coding-agent", tt.want}, {"chat", false}}}, got)
 	}
 }
@@ -157,56 +158,56 @@ func TestCreateErrors(t *testing.T) {
 		tenant   string
 		noUser   bool
 		body     any
-		want     apiErr
+		want     testkit.Error
 		disabled bool
 	}{
-		{name: "no user", noUser: true, body: body(), want: wantErr(errcat.MissingField, "headers.gw-user-id")},
-		{name: "not json", body: `{"runtime":`, want: wantErr(errcat.InvalidJSON, "")},
-		{name: "array", body: `[]`, want: wantErr(errcat.InvalidJSON, "")},
-		{name: "two objects", body: `{} {}`, want: wantErr(errcat.InvalidJSON, "")},
+		{name: "no user", noUser: true, body: body(), want: testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
+		{name: "not json", body: `{"runtime":`, want: testkit.WantError(errcat.InvalidJSON, "")},
+		{name: "array", body: `[]`, want: testkit.WantError(errcat.InvalidJSON, "")},
+		{name: "two objects", body: `{} {}`, want: testkit.WantError(errcat.InvalidJSON, "")},
 		{name: "unknown field", body: map[string]any{"runtime": "coding-agent", "repo": appRepo, "work_item": "W", "prio": 1},
-			want: wantErr(errcat.InvalidField, "body.prio")},
+			want: testkit.WantError(errcat.InvalidField, "body.prio")},
 		{name: "user_id in body", body: map[string]any{"runtime": "coding-agent", "user_id": "bob"},
-			want: wantErr(errcat.InvalidField, "body.user_id")},
-		{name: "runtime not a string", body: map[string]any{"runtime": 1}, want: wantErr(errcat.InvalidField, "body.runtime")},
+			want: testkit.WantError(errcat.InvalidField, "body.user_id")},
+		{name: "runtime not a string", body: map[string]any{"runtime": 1}, want: testkit.WantError(errcat.InvalidField, "body.runtime")},
 		{name: "repo not a string", body: map[string]any{"runtime": "coding-agent", "repo": []string{appRepo}},
-			want: wantErr(errcat.InvalidField, "body.repo")},
+			want: testkit.WantError(errcat.InvalidField, "body.repo")},
 		{name: "work_item not a string", body: map[string]any{"runtime": "coding-agent", "repo": appRepo, "work_item": 7},
-			want: wantErr(errcat.InvalidField, "body.work_item")},
-		{name: "runtime absent", body: body("runtime", "<absent>"), want: wantErr(errcat.MissingField, "body.runtime")},
+			want: testkit.WantError(errcat.InvalidField, "body.work_item")},
+		{name: "runtime absent", body: body("runtime", "<absent>"), want: testkit.WantError(errcat.MissingField, "body.runtime")},
 		{name: "runtime null", body: `{"runtime":null,"repo":"https://github.com/acme/app","work_item":"W"}`,
-			want: wantErr(errcat.MissingField, "body.runtime")},
-		{name: "runtime empty", body: body("runtime", ""), want: wantErr(errcat.InvalidField, "body.runtime")},
-		{name: "runtime unknown", body: body("runtime", "shell"), want: wantErr(errcat.InvalidField, "body.runtime")},
-		{name: "runtime case", body: body("runtime", "Coding-Agent"), want: wantErr(errcat.InvalidField, "body.runtime")},
-		{name: "runtime chat", body: body("runtime", "chat"), want: wantErr(errcat.RuntimeNotRunnable, "body.runtime")},
+			want: testkit.WantError(errcat.MissingField, "body.runtime")},
+		{name: "runtime empty", body: body("runtime", ""), want: testkit.WantError(errcat.InvalidField, "body.runtime")},
+		{name: "runtime unknown", body: body("runtime", "shell"), want: testkit.WantError(errcat.InvalidField, "body.runtime")},
+		{name: "runtime case", body: body("runtime", "Coding-Agent"), want: testkit.WantError(errcat.InvalidField, "body.runtime")},
+		{name: "runtime chat", body: body("runtime", "chat"), want: testkit.WantError(errcat.RuntimeNotRunnable, "body.runtime")},
 		{name: "chat before repo", body: body("runtime", "chat", "repo", "<absent>", "work_item", "<absent>"),
-			want: wantErr(errcat.RuntimeNotRunnable, "body.runtime")},
-		{name: "repo absent", body: body("repo", "<absent>"), want: wantErr(errcat.MissingField, "body.repo")},
+			want: testkit.WantError(errcat.RuntimeNotRunnable, "body.runtime")},
+		{name: "repo absent", body: body("repo", "<absent>"), want: testkit.WantError(errcat.MissingField, "body.repo")},
 		{name: "repo before work_item", body: body("repo", "<absent>", "work_item", "<absent>"),
-			want: wantErr(errcat.MissingField, "body.repo")},
-		{name: "repo empty", body: body("repo", ""), want: wantErr(errcat.InvalidField, "body.repo")},
-		{name: "repo ssh", body: body("repo", "git@github.com:acme/app.git"), want: wantErr(errcat.InvalidField, "body.repo")},
-		{name: "repo no path", body: body("repo", "https://github.com/"), want: wantErr(errcat.InvalidField, "body.repo")},
-		{name: "repo credentials", body: body("repo", "https://x:y@github.com/acme/app"), want: wantErr(errcat.InvalidField, "body.repo")},
-		{name: "work_item absent", body: body("work_item", "<absent>"), want: wantErr(errcat.MissingField, "body.work_item")},
-		{name: "work_item empty", body: body("work_item", ""), want: wantErr(errcat.InvalidField, "body.work_item")},
-		{name: "work_item control", body: body("work_item", "a\nb"), want: wantErr(errcat.InvalidField, "body.work_item")},
-		{name: "work_item NUL", body: body("work_item", "a\x00b"), want: wantErr(errcat.InvalidField, "body.work_item")},
+			want: testkit.WantError(errcat.MissingField, "body.repo")},
+		{name: "repo empty", body: body("repo", ""), want: testkit.WantError(errcat.InvalidField, "body.repo")},
+		{name: "repo ssh", body: body("repo", "git@github.com:acme/app.git"), want: testkit.WantError(errcat.InvalidField, "body.repo")},
+		{name: "repo no path", body: body("repo", "https://github.com/"), want: testkit.WantError(errcat.InvalidField, "body.repo")},
+		{name: "repo credentials", body: body("repo", "https://x:y@github.com/acme/app"), want: testkit.WantError(errcat.InvalidField, "body.repo")},
+		{name: "work_item absent", body: body("work_item", "<absent>"), want: testkit.WantError(errcat.MissingField, "body.work_item")},
+		{name: "work_item empty", body: body("work_item", ""), want: testkit.WantError(errcat.InvalidField, "body.work_item")},
+		{name: "work_item control", body: body("work_item", "a\nb"), want: testkit.WantError(errcat.InvalidField, "body.work_item")},
+		{name: "work_item NUL", body: body("work_item", "a\x00b"), want: testkit.WantError(errcat.InvalidField, "body.work_item")},
 		{name: "work_item too long", body: body("work_item", strings.Repeat("w", runs.MaxWorkItemBytes+1)),
-			want: wantErr(errcat.InvalidField, "body.work_item")},
-		{name: "disabled", disabled: true, body: body(), want: wantErr(errcat.CodingAgentDisabled, "")},
-		{name: "disabled after validation", disabled: true, body: body("repo", "nope"), want: wantErr(errcat.InvalidField, "body.repo")},
+			want: testkit.WantError(errcat.InvalidField, "body.work_item")},
+		{name: "disabled", disabled: true, body: body(), want: testkit.WantError(errcat.CodingAgentDisabled, "")},
+		{name: "disabled after validation", disabled: true, body: body("repo", "nope"), want: testkit.WantError(errcat.InvalidField, "body.repo")},
 		{name: "disabled before allowlist", disabled: true, body: body("repo", "https://github.com/evil/app"),
-			want: wantErr(errcat.CodingAgentDisabled, "")},
-		{name: "chat while disabled", disabled: true, body: body("runtime", "chat"), want: wantErr(errcat.RuntimeNotRunnable, "body.runtime")},
+			want: testkit.WantError(errcat.CodingAgentDisabled, "")},
+		{name: "chat while disabled", disabled: true, body: body("runtime", "chat"), want: testkit.WantError(errcat.RuntimeNotRunnable, "body.runtime")},
 		{name: "repo not allowed", body: body("repo", "https://github.com/evil/app"),
-			want: wantErr(errcat.CodingAgentRepoNotAllowed, "body.repo")},
+			want: testkit.WantError(errcat.CodingAgentRepoNotAllowed, "body.repo")},
 		{name: "repo http not https", body: body("repo", "http://github.com/acme/app"),
-			want: wantErr(errcat.CodingAgentRepoNotAllowed, "body.repo")},
+			want: testkit.WantError(errcat.CodingAgentRepoNotAllowed, "body.repo")},
 		{name: "repo prefix of allowed", body: body("repo", "https://github.com/acme/ap"),
-			want: wantErr(errcat.CodingAgentRepoNotAllowed, "body.repo")},
-		{name: "empty allowlist", tenant: "empty", body: body(), want: wantErr(errcat.CodingAgentRepoNotAllowed, "body.repo")},
+			want: testkit.WantError(errcat.CodingAgentRepoNotAllowed, "body.repo")},
+		{name: "empty allowlist", tenant: "empty", body: body(), want: testkit.WantError(errcat.CodingAgentRepoNotAllowed, "body.repo")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := enabled
@@ -243,12 +244,12 @@ func TestCreateAndSucceed(t *testing.T) {
 	// The answer is the queued run; its command may already have started since.
 	want := run{ID: created.ID, Runtime: "coding-agent", Repo: appRepo, WorkItem: "ISSUE-7",
 		Status: runs.StatusQueued, CreatedAt: t0, UserID: "alice"}
-	diffT(t, "created run", want, created)
+	testkit.Diff(t, "created run", want, created)
 
 	got := e.waitDone("alice", created.ID)
 	want.Status, want.StartedAt, want.FinishedAt, want.ExitCode = runs.StatusSucceeded, &t0, &t0, ptr(0)
 	want.Output, want.OutputTruncated = ptr("out line\nerr line\n"), ptr(false)
-	diffT(t, "finished run", want, got)
+	testkit.Diff(t, "finished run", want, got)
 
 	// Its work item is free again.
 	again := e.create("", "alice", appRepo, "ISSUE-7")
@@ -260,13 +261,13 @@ func TestCreateAndSucceed(t *testing.T) {
 	if len(l.Data) != 2 {
 		t.Fatalf("list: %d runs, want 2", len(l.Data))
 	}
-	diffT(t, "listed run", want, l.Data[1])
+	testkit.Diff(t, "listed run", want, l.Data[1])
 }
 
 // TestAgentBusy: one active run per tenant, repository and work item.
 func TestAgentBusy(t *testing.T) {
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
-	busy := wantErr(errcat.AgentBusy, "")
+	busy := testkit.WantError(errcat.AgentBusy, "")
 	post := func(tenant, user, repo, item string) req {
 		return req{method: "POST", path: "/a1/runs", tenant: tenant, user: user,
 			body: map[string]string{"runtime": "coding-agent", "repo": repo, "work_item": item}}
@@ -297,7 +298,7 @@ func TestCreateStorageError(t *testing.T) {
 	}
 	r := e.create("", "alice", appRepo, "W-1") // not busy
 	e.waitDone("alice", r.ID)
-	diffT(t, "list after failure", []string{r.ID}, ids(e.list(req{path: "/a1/runs", user: "alice"})))
+	testkit.Diff(t, "list after failure", []string{r.ID}, ids(e.list(req{path: "/a1/runs", user: "alice"})))
 }
 
 func ids(l runList) []string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 )
 
@@ -41,7 +42,7 @@ func TestExitStatus(t *testing.T) {
 			if tt.notStarted {
 				want.StartedAt = nil
 			}
-			diffT(t, "run", want, got)
+			testkit.Diff(t, "run", want, got)
 		})
 	}
 }
@@ -54,10 +55,7 @@ func TestRunEnvironment(t *testing.T) {
 	t.Setenv("GW_RUN_ID", "spoofed")
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "env")})
 	r := e.create("", "alice", "https://GitHub.com/acme/app.git", "ISSUE 7: fix ünïcode")
-	got := e.waitDone("alice", r.ID)
-	if got.Status != runs.StatusSucceeded {
-		t.Fatalf("run %+v, want succeeded", got)
-	}
+	got := e.waitSucceeded("alice", r.ID)
 	var vars map[string]any
 	if err := json.Unmarshal([]byte(*got.Output), &vars); err != nil {
 		t.Fatalf("output %q: %v", *got.Output, err)
@@ -69,7 +67,7 @@ func TestRunEnvironment(t *testing.T) {
 	if _, err := os.Stat(cwd); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("working directory %q not removed: %v", cwd, err)
 	}
-	diffT(t, "environment", map[string]any{
+	testkit.Diff(t, "environment", map[string]any{
 		"cwd":                 cwd,
 		"has_path":            true,
 		"PWD":                 cwd,
@@ -87,10 +85,7 @@ func TestRunEnvironment(t *testing.T) {
 func TestWorkDirRemoved(t *testing.T) {
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "files")})
 	r := e.create("", "alice", appRepo, "W-1")
-	got := e.waitDone("alice", r.ID)
-	if got.Status != runs.StatusSucceeded {
-		t.Fatalf("run %+v, want succeeded", got)
-	}
+	got := e.waitSucceeded("alice", r.ID)
 	dir := strings.TrimSpace(*got.Output)
 	if dir == "" {
 		t.Fatal("no directory printed")

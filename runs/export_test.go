@@ -52,8 +52,7 @@ func StoreRun(st store.Store, tenant, user, repo, workItem, id string, p *Proc) 
 	self.start++ // the pid is this process's, the start time another's: an ended process
 	s := &Service{st: st, clk: clock.NewFake(time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC)),
 		self: self, leaseFor: DefaultLeaseDuration}
-	rec, claimed, err := s.insert(context.Background(), record{ID: id, Tenant: tenant, User: user,
-		Runtime: RuntimeCodingAgent, Repo: repo, WorkItem: workItem, Status: StatusQueued, CreatedAt: s.clk.Now()}, true)
+	rec, claimed, err := s.insert(context.Background(), queued(tenant, user, repo, workItem, id, s.clk.Now()), true)
 	switch {
 	case err != nil:
 		return err
@@ -70,8 +69,7 @@ func StoreRun(st store.Store, tenant, user, repo, workItem, id string, p *Proc) 
 // slot does.
 func StoreQueued(st store.Store, tenant, user, repo, workItem, id string) error {
 	s := &Service{st: st, clk: clock.NewFake(time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC))}
-	_, _, err := s.insert(context.Background(), record{ID: id, Tenant: tenant, User: user,
-		Runtime: RuntimeCodingAgent, Repo: repo, WorkItem: workItem, Status: StatusQueued, CreatedAt: s.clk.Now()}, false)
+	_, _, err := s.insert(context.Background(), queued(tenant, user, repo, workItem, id, s.clk.Now()), false)
 	return err
 }
 
@@ -108,4 +106,10 @@ func Closing(s *Service) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
+}
+
+// queued is the record of a queued run of the coding agent.
+func queued(tenant, user, repo, workItem, id string, now time.Time) record {
+	return record{Tenant: tenant, runFields: runFields{ID: id, User: user,
+		Runtime: RuntimeCodingAgent, Repo: repo, WorkItem: workItem, Status: StatusQueued, CreatedAt: now}}
 }

@@ -1,11 +1,8 @@
 package runs_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,11 +16,10 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
-	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
-	"github.com/google/go-cmp/cmp"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -54,8 +50,7 @@ type env struct {
 // filled in); it is closed, and checked for leaked goroutines, at cleanup.
 func newEnv(t *testing.T, cfg runs.Config) *env {
 	t.Helper()
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	return newEnvOver(t, st, cfg)
 }
 
@@ -142,8 +137,8 @@ func checkNoLeaks(t *testing.T) {
 	t.Errorf("goroutines of package runs left after Close:\n%s", strings.Join(left, "\n\n"))
 }
 
-// req is one request. tenant "" means acme; admin gives the principal the
-// tenant_admin role.
+// req is one request in the words of the runs tests: tenant "" means acme;
+// admin gives the principal the tenant_admin role instead of member.
 type req struct {
 	method, path string
 	tenant, user string
@@ -151,48 +146,24 @@ type req struct {
 	body         any // string sent verbatim, anything else as JSON
 }
 
-// newRequest builds q as the root's middleware hands it to a handler.
-func newRequest(q req) (*http.Request, error) {
-	var body []byte
-	switch b := q.body.(type) {
-	case nil:
-	case string:
-		body = []byte(b)
-	default:
-		var err error
-		if body, err = json.Marshal(b); err != nil {
-			return nil, fmt.Errorf("body of %s %s: %w", q.method, q.path, err)
-		}
-	}
-	r := httptest.NewRequest(q.method, q.path, bytes.NewReader(body))
-	if q.user != "" {
-		r.Header.Set(httpx.HeaderUserID, q.user)
-	}
+// kit returns q as the testkit.Request the root's middleware would hand a
+// handler, with the principal of q's tenant and role.
+func (q req) kit() testkit.Request {
 	tenant := q.tenant
 	if tenant == "" {
 		tenant = "acme"
 	}
-	role := auth.RoleMember
+	p := testkit.Member(tenants[tenant])
 	if q.admin {
-		role = auth.RoleTenantAdmin
+		p.Role = auth.RoleTenantAdmin
 	}
-	p := &auth.Principal{Tenant: tenants[tenant], Role: role}
-	return r.WithContext(auth.NewContext(r.Context(), p)), nil
+	return testkit.Request{Method: q.method, Target: q.path, User: q.user, Body: q.body, Principal: p}
 }
 
-// do sends q and returns the status and the raw body.
-func (e *env) do(q req) (int, []byte) {
+// serve sends q through the routes.
+func (e *env) serve(q req) *httptest.ResponseRecorder {
 	e.t.Helper()
-	r, err := newRequest(q)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		e.t.Fatalf("%s %s: Content-Type %q, body %s", q.method, q.path, ct, w.Body)
-	}
-	return w.Code, w.Body.Bytes()
+	return testkit.Serve(e.t, e.h, q.kit())
 }
 
 // run is a run as the API answers it.
@@ -221,23 +192,11 @@ type runList struct {
 	HasMore bool   `json:"has_more"`
 }
 
-// decodeStrict decodes b into v, failing on fields v lacks.
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
-
-// okInto sends q, wants status and decodes the body into v.
+// okInto sends q, wants status and decodes the body into v, failing on a
+// member v lacks: the tests pin every member of a run.
 func (e *env) okInto(q req, status int, v any) {
 	e.t.Helper()
-	got, body := e.do(q)
-	if got != status {
-		e.t.Fatalf("%s %s: status %d, want %d; body %s", q.method, q.path, got, status, body)
-	}
-	if err := decodeStrict(body, v); err != nil {
-		e.t.Fatalf("%s %s: body %s: %v", q.method, q.path, body, err)
-	}
+	testkit.DecodeStrict(e.t, e.serve(q), status, v)
 }
 
 // create starts a run of the coding agent for user of tenant ("" acme) and
@@ -309,6 +268,17 @@ func (e *env) waitDone(user, id string) run {
 	return e.waitDoneIn("", user, id)
 }
 
+// waitSucceeded waits until the run is final and fails the test unless it
+// succeeded.
+func (e *env) waitSucceeded(user, id string) run {
+	e.t.Helper()
+	r := e.waitDone(user, id)
+	if r.Status != runs.StatusSucceeded {
+		e.t.Fatalf("run %+v, want succeeded", r)
+	}
+	return r
+}
+
 // waitDoneIn is waitDone in tenant.
 func (e *env) waitDoneIn(tenant, user, id string) run {
 	e.t.Helper()
@@ -317,40 +287,10 @@ func (e *env) waitDoneIn(tenant, user, id string) run {
 	})
 }
 
-// apiErr is the part of an error envelope the tests compare.
-type apiErr struct {
-	Status      int
-	Code, Param string
-}
-
-// errOf returns the error of an answer, or the status alone for a success.
-func errOf(status int, body []byte) apiErr {
-	var env struct {
-		Error struct {
-			Code  string  `json:"code"`
-			Param *string `json:"param"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(body, &env)
-	e := apiErr{Status: status, Code: env.Error.Code}
-	if env.Error.Param != nil {
-		e.Param = *env.Error.Param
-	}
-	return e
-}
-
-// wantErr is the expected apiErr of code, with the catalog's status.
-func wantErr(code errcat.Code, param string) apiErr {
-	return apiErr{Status: errcat.Lookup(code).HTTPStatus, Code: string(code), Param: param}
-}
-
 // fails sends q and compares its error with want.
-func (e *env) fails(q req, want apiErr) {
+func (e *env) fails(q req, want testkit.Error) {
 	e.t.Helper()
-	status, body := e.do(q)
-	if diff := cmp.Diff(want, errOf(status, body)); diff != "" {
-		e.t.Errorf("%s %s error mismatch (-want +got):\n%s", q.method, q.path, diff)
-	}
+	testkit.CheckError(e.t, e.serve(q), want)
 }
 
 // failStorage sends q with the store failing its next transaction and wants
@@ -358,7 +298,7 @@ func (e *env) fails(q req, want apiErr) {
 func (e *env) failStorage(q req) {
 	e.t.Helper()
 	e.st.FailNext(errors.New("disk on fire"))
-	e.fails(q, wantErr(errcat.StorageError, ""))
+	e.fails(q, testkit.WantError(errcat.StorageError, ""))
 }
 
 // helperCmd is the command line that runs the test binary as the helper
@@ -376,13 +316,6 @@ func helperCmd(t *testing.T, args ...string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func diffT(t *testing.T, what string, want, got any, opts ...cmp.Option) {
-	t.Helper()
-	if diff := cmp.Diff(want, got, opts...); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
-	}
-}
 
 // cutStore is a store a test can cut off from the Service that uses it, as
 // it is from a process that died: after cut, its writes fail.

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/boltstore"
@@ -36,18 +35,18 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	e.waitReady("alice", rs[0].ID)
 	e.waitReady("alice", rs[1].ID)
-	diffT(t, "statuses", []string{"running", "running", "queued", "queued", "queued"}, statuses())
+	testkit.Diff(t, "statuses", []string{"running", "running", "queued", "queued", "queued"}, statuses())
 
 	e.cancel("", "alice", rs[1].ID)
 	e.waitReady("alice", rs[2].ID)
-	diffT(t, "statuses after one cancel", []string{"running", "cancelled", "running", "queued", "queued"}, statuses())
+	testkit.Diff(t, "statuses after one cancel", []string{"running", "cancelled", "running", "queued", "queued"}, statuses())
 
 	e.cancel("", "alice", rs[3].ID) // queued: frees no slot
-	diffT(t, "statuses after a queued cancel", []string{"running", "cancelled", "running", "cancelled", "queued"}, statuses())
+	testkit.Diff(t, "statuses after a queued cancel", []string{"running", "cancelled", "running", "cancelled", "queued"}, statuses())
 
 	e.cancel("", "alice", rs[0].ID)
 	e.waitReady("alice", rs[4].ID)
-	diffT(t, "final statuses", []string{"cancelled", "cancelled", "running", "cancelled", "running"}, statuses())
+	testkit.Diff(t, "final statuses", []string{"cancelled", "cancelled", "running", "cancelled", "running"}, statuses())
 }
 
 // TestRestart: a run that was running when a process ended is failed by the
@@ -61,8 +60,7 @@ func TestConcurrencyLimit(t *testing.T) {
 // it from a live replica. The store comes back before the old Service ends,
 // to show its late writes change nothing.
 func TestRestart(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	cs := &cutStore{Store: st}
 	first := newEnvOver(t, cs, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
 	runs.ActAsEndedProcess(first.svc)
@@ -139,7 +137,7 @@ func TestRestartBolt(t *testing.T) {
 				t.Errorf("run %s %s: %+v, want reason %q", id, when, r, reason)
 			}
 		}
-		diffT(t, "runs "+when, []string{done.ID, queued.ID, running.ID}, ids(e.list(req{path: "/a1/runs", user: "alice"}))[1:])
+		testkit.Diff(t, "runs "+when, []string{done.ID, queued.ID, running.ID}, ids(e.list(req{path: "/a1/runs", user: "alice"}))[1:])
 	}
 	pid := commandPid(t, db, "acme", running.ID)
 	cs.cut.Store(true)
@@ -231,7 +229,7 @@ func TestClose(t *testing.T) {
 		}
 	}
 	e.fails(req{method: "POST", path: "/a1/runs", user: "alice",
-		body: map[string]string{"runtime": "coding-agent", "repo": appRepo, "work_item": "W-3"}}, wantErr(errcat.InternalError, ""))
+		body: map[string]string{"runtime": "coding-agent", "repo": appRepo, "work_item": "W-3"}}, testkit.WantError(errcat.InternalError, ""))
 	// A restart finds nothing to recover; without a command it runs nothing.
 	after := newEnvOver(t, e.st, runs.Config{})
 	if r := after.get("", "alice", running.ID); r.Reason != runs.ReasonShutdown+": killed by signal 9 (killed)" {
@@ -266,10 +264,8 @@ func TestCloseRequeues(t *testing.T) {
 	body := map[string]string{"runtime": "coding-agent", "repo": appRepo, "work_item": "W-1"}
 	created := make(chan []byte, 1)
 	go func() {
-		r, _ := newRequest(req{method: "POST", path: "/a1/runs", user: "alice", body: body})
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		created <- w.Body.Bytes()
+		r, _ := req{method: "POST", path: "/a1/runs", user: "alice", body: body}.kit().Build()
+		created <- testkit.Record(e.h.ServeHTTP, r).Body.Bytes()
 	}()
 	<-entered
 	closed := make(chan error, 1)
@@ -360,7 +356,7 @@ func TestList(t *testing.T) {
 		}{l.Object, ids(l), l.Limit, l.Offset, l.HasMore}
 		want := got
 		want.Object, want.IDs, want.Limit, want.Offset, want.HasMore = "list", tt.want, tt.limit, tt.offset, tt.hasMore
-		diffT(t, "list "+name, want, got)
+		testkit.Diff(t, "list "+name, want, got)
 	}
 
 	for _, tt := range []struct {
@@ -376,10 +372,10 @@ func TestList(t *testing.T) {
 		{"?offset=1.5", "query.offset"},
 		{"?limit=2&offset=-1", "query.offset"},
 	} {
-		e.fails(req{method: "GET", path: "/a1/runs" + tt.query, user: "alice"}, wantErr(errcat.InvalidField, tt.param))
+		e.fails(req{method: "GET", path: "/a1/runs" + tt.query, user: "alice"}, testkit.WantError(errcat.InvalidField, tt.param))
 	}
 	// Without GW-User-Id a member has no tenant-wide view.
-	e.fails(req{method: "GET", path: "/a1/runs"}, wantErr(errcat.MissingField, "headers.gw-user-id"))
+	e.fails(req{method: "GET", path: "/a1/runs"}, testkit.WantError(errcat.MissingField, "headers.gw-user-id"))
 	e.failStorage(req{method: "GET", path: "/a1/runs", user: "alice"})
 }
 
@@ -389,11 +385,11 @@ func TestIsolation(t *testing.T) {
 	e := newEnv(t, runs.Config{Command: helperCmd(t, "sleep")})
 	r := e.create("", "alice", appRepo, "W-1")
 	e.waitReady("alice", r.ID) // no store writes from here on
-	notFound := wantErr(errcat.CodingAgentRunNotFound, "run_id")
+	notFound := testkit.WantError(errcat.CodingAgentRunNotFound, "run_id")
 	for _, tt := range []struct {
 		name, tenant, user string
 		admin              bool
-		want               apiErr // zero: visible
+		want               testkit.Error // zero: visible
 	}{
 		{name: "owner", user: "alice"},
 		{name: "admin tenant-wide", admin: true},
@@ -403,18 +399,18 @@ func TestIsolation(t *testing.T) {
 		{name: "user prefix", user: "alic", want: notFound},
 		{name: "other tenant, same user", tenant: "globex", user: "alice", want: notFound},
 		{name: "other tenant admin", tenant: "globex", admin: true, want: notFound},
-		{name: "member without user", want: wantErr(errcat.MissingField, "headers.gw-user-id")},
+		{name: "member without user", want: testkit.WantError(errcat.MissingField, "headers.gw-user-id")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e.t = t
-			status, body := e.do(req{method: "GET", path: "/a1/runs/" + r.ID, tenant: tt.tenant, user: tt.user, admin: tt.admin})
-			if tt.want == (apiErr{}) {
-				if status != http.StatusOK || !strings.Contains(string(body), r.ID) {
-					t.Errorf("status %d, body %s; want the run", status, body)
+			w := e.serve(req{method: "GET", path: "/a1/runs/" + r.ID, tenant: tt.tenant, user: tt.user, admin: tt.admin})
+			testkit.CheckError(t, w, tt.want) // a 200 is the zero Error
+			if tt.want == (testkit.Error{}) {
+				if !strings.Contains(w.Body.String(), r.ID) {
+					t.Errorf("body %s; want the run", w.Body)
 				}
 				return
 			}
-			diffT(t, "error", tt.want, errOf(status, body))
 			if tt.want != notFound {
 				return
 			}
@@ -432,7 +428,7 @@ func TestIsolation(t *testing.T) {
 		e.fails(req{method: "GET", path: "/a1/runs/" + id, admin: true}, notFound)
 	}
 	// Cancel needs a user, even an admin's.
-	e.fails(req{method: "POST", path: "/a1/runs/" + r.ID + "/cancel", admin: true}, wantErr(errcat.MissingField, "headers.gw-user-id"))
+	e.fails(req{method: "POST", path: "/a1/runs/" + r.ID + "/cancel", admin: true}, testkit.WantError(errcat.MissingField, "headers.gw-user-id"))
 	e.failStorage(req{method: "GET", path: "/a1/runs/" + r.ID, user: "alice"})
 	if got := e.get("", "alice", r.ID); got.Status != runs.StatusQueued && got.Status != runs.StatusRunning {
 		t.Errorf("run after the others' attempts: %s, want active", got.Status)

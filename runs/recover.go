@@ -96,20 +96,12 @@ func (s *Service) activeRecords(ctx context.Context, keep func(store.Tx, record)
 	var recs []record
 	err := s.st.View(ctx, func(tx store.Tx) error {
 		recs = recs[:0]
-		refs, err := activeRefs(tx)
-		if err != nil {
-			return err
-		}
-		for _, r := range refs {
-			rec, ok, err := getRecord(tx, r.tenant, r.id)
-			if err != nil {
-				return err
-			}
+		return eachActive(tx, func(_ runRef, rec record, ok bool) error {
 			if ok && rec.isActive() && keep(tx, rec) {
 				recs = append(recs, rec)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return recs, err
 }
@@ -117,8 +109,11 @@ func (s *Service) activeRecords(ctx context.Context, keep func(store.Tx, record)
 // runRef names a run by tenant and id.
 type runRef struct{ tenant, id string }
 
-// activeRefs returns the runs bucketActive names.
-func activeRefs(tx store.Tx) ([]runRef, error) {
+// eachActive calls fn with every run bucketActive names and its record (ok
+// false when the store holds none: a dangling index entry), until fn fails.
+// It reads the names before the first call, so that fn may write the
+// bucket.
+func eachActive(tx store.Tx, fn func(r runRef, rec record, ok bool) error) error {
 	var refs []runRef
 	err := tx.Scan(bucketActive, nil, false, func(k, v []byte) (bool, error) {
 		tenant, _, err := store.ReadString(k)
@@ -128,7 +123,19 @@ func activeRefs(tx store.Tx) ([]runRef, error) {
 		refs = append(refs, runRef{tenant, string(v)})
 		return true, nil
 	})
-	return refs, err
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		rec, ok, err := getRecord(tx, r.tenant, r.id)
+		if err != nil {
+			return err
+		}
+		if err := fn(r, rec, ok); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // failInterrupted marks failed, in one transaction, the runs of seen of which
@@ -143,33 +150,19 @@ func (s *Service) failInterrupted(ctx context.Context, seen []record, left map[s
 		byID[rec.ID] = rec
 	}
 	return s.st.Update(ctx, func(tx store.Tx) error {
-		refs, err := activeRefs(tx)
-		if err != nil {
-			return err
-		}
-		for _, r := range refs {
-			rec, ok, err := getRecord(tx, r.tenant, r.id)
-			if err != nil {
-				return err
-			}
+		return eachActive(tx, func(r runRef, rec record, ok bool) error {
 			if !ok || !rec.isActive() { // a dangling index entry: drop it
-				if err := deleteActiveOf(tx, r.tenant, r.id); err != nil {
-					return err
-				}
-				continue
+				return deleteActiveOf(tx, r.tenant, r.id)
 			}
 			if was, ok := byID[rec.ID]; !ok || !sameState(was, rec) || left[rec.ID] == leftAlive {
-				continue
+				return nil
 			}
 			reason := queued
 			if rec.Status == StatusRunning || left[rec.ID] == leftKilled {
 				reason = running
 			}
-			if err := end(tx, rec, StatusFailed, reason, nil, now, nil, false); err != nil {
-				return err
-			}
-		}
-		return nil
+			return end(tx, rec, StatusFailed, reason, nil, now, nil, false)
+		})
 	})
 }
 

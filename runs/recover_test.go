@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
-	"github.com/chatgw/gateway/store/memstore"
 )
 
 // TestRecoverLeftovers: what New kills of the runs a dead gateway process
@@ -57,8 +57,7 @@ func TestRecoverLeftovers(t *testing.T) {
 			if tt.leaderDead {
 				tr.killLeader(t)
 			}
-			st := memstore.New()
-			t.Cleanup(func() { st.Close() })
+			st := testkit.MemStore(t)
 			if err := runs.StoreRun(st, "acme", "alice", appRepo, "W-1", id, p); err != nil {
 				t.Fatal(err)
 			}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/pgtest"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 	"github.com/chatgw/gateway/store"
-	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/store/pgstore"
 )
 
@@ -38,8 +38,7 @@ func replicaConfig(t *testing.T, args ...string) runs.Config {
 // (two slots each, and a command that holds its slot a while): every run is
 // started exactly once, and both replicas start some.
 func TestClaimOnce(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	testClaimOnce(t, st, st)
 }
 
@@ -94,7 +93,7 @@ func testClaimOnce(t *testing.T, stA, stB store.Store) {
 	}
 	started := strings.Fields(string(raw))
 	slices.Sort(started)
-	diffT(t, "runs started", ids, started)
+	testkit.Diff(t, "runs started", ids, started)
 	if perHolder[runs.Holder(a.svc)] == 0 || perHolder[runs.Holder(b.svc)] == 0 || len(perHolder) != 2 {
 		t.Errorf("runs per replica %v; want some by each of %s and %s", perHolder, runs.Holder(a.svc), runs.Holder(b.svc))
 	}
@@ -104,8 +103,7 @@ func testClaimOnce(t *testing.T, stA, stB store.Store) {
 // slot is started by another replica's poll, also once its creator died;
 // the oldest queued run first, whatever its tenant.
 func TestQueuedRunOnOtherReplica(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	cs := &cutStore{Store: st}
 	clk := clock.NewFake(t0)
 	cfgA := replicaConfig(t, "sleep")
@@ -141,8 +139,7 @@ func TestQueuedRunOnOtherReplica(t *testing.T) {
 // first, and its work item is free again. The dead replica, back, changes
 // nothing.
 func TestDeadReplica(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	cs := &cutStore{Store: st}
 	clk := clock.NewFake(t0)
 	a := newEnvAt(t, cs, clk, replicaConfig(t, "sleep"))
@@ -186,8 +183,7 @@ func TestDeadReplica(t *testing.T) {
 // replica failed its run, and stops the command itself (the other replica
 // cannot see it).
 func TestReplicaCutOff(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	cs := &cutStore{Store: st}
 	clk := clock.NewFake(t0)
 	a := newEnvAt(t, cs, clk, replicaConfig(t, "sleep"))
@@ -221,8 +217,7 @@ func TestReplicaCutOff(t *testing.T) {
 // local cancel does, once the command has ended; a queued run is cancelled
 // at once by whichever replica receives the cancel.
 func TestCancelOnOtherReplica(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	clk := clock.NewFake(t0)
 	cfg := replicaConfig(t, "sleep")
 	cfg.MaxRunning, cfg.PollInterval, cfg.KillGrace = 1, 5*time.Millisecond, time.Minute
@@ -237,9 +232,9 @@ func TestCancelOnOtherReplica(t *testing.T) {
 	want := run{ID: r.ID, Runtime: "coding-agent", Repo: appRepo, WorkItem: "W-1", Status: runs.StatusCancelled,
 		CreatedAt: t0, StartedAt: &t0, FinishedAt: &t0, Reason: runs.ReasonCancelled + ": killed by signal 15 (terminated)",
 		UserID: "alice"}
-	diffT(t, "cancel answer from the other replica", want, got)
+	testkit.Diff(t, "cancel answer from the other replica", want, got)
 	waitGone(t, pid, "command of the run cancelled on the other replica")
-	diffT(t, "second cancel", want, b.cancel("", "alice", r.ID))
+	testkit.Diff(t, "second cancel", want, b.cancel("", "alice", r.ID))
 
 	// A queued run, while both replicas' one slot is taken.
 	busyA := a.create("", "alice", appRepo, "W-2")
@@ -249,7 +244,7 @@ func TestCancelOnOtherReplica(t *testing.T) {
 	queued := a.create("", "alice", appRepo, "W-4")
 	want = run{ID: queued.ID, Runtime: "coding-agent", Repo: appRepo, WorkItem: "W-4", Status: runs.StatusCancelled,
 		CreatedAt: t0, FinishedAt: &t0, Reason: runs.ReasonCancelledQueued, UserID: "alice"}
-	diffT(t, "queued run cancelled on the other replica", want, b.cancel("", "alice", queued.ID))
+	testkit.Diff(t, "queued run cancelled on the other replica", want, b.cancel("", "alice", queued.ID))
 	b.cancel("", "alice", busyA.ID)
 	a.cancel("", "bob", busyB.ID)
 }
@@ -258,8 +253,7 @@ func TestCancelOnOtherReplica(t *testing.T) {
 // the output tail its owner stored at its last heartbeat, and the final
 // output once it ended.
 func TestOutputOnOtherReplica(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	clk := clock.NewFake(t0)
 	a := newEnvAt(t, st, clk, replicaConfig(t, "trap-term"))
 	b := newEnvAt(t, st, clk, replicaConfig(t, "exit", "0"))
@@ -287,8 +281,7 @@ func TestOutputOnOtherReplica(t *testing.T) {
 // replicas run runs (one in this process, one on another machine) kills
 // nothing and fails nothing of them.
 func TestRecoveryLeavesLiveReplicas(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	clk := clock.NewFake(t0)
 	local := newEnvAt(t, st, clk, replicaConfig(t, "sleep"))
 	remote := newEnvAt(t, st, clk, replicaConfig(t, "sleep"))
@@ -312,15 +305,14 @@ func TestRecoveryLeavesLiveReplicas(t *testing.T) {
 // TestTimings: the defaults of the lease timings, and a lease too short for
 // its heartbeat refused.
 func TestTimings(t *testing.T) {
-	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	st := testkit.MemStore(t)
 	svc, err := runs.New(runs.Config{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Close()
 	hb, lease, poll := runs.Timings(svc)
-	diffT(t, "default timings", []time.Duration{5 * time.Second, 30 * time.Second, time.Second}, []time.Duration{hb, lease, poll})
+	testkit.Diff(t, "default timings", []time.Duration{5 * time.Second, 30 * time.Second, time.Second}, []time.Duration{hb, lease, poll})
 	_, err = runs.New(runs.Config{Store: st, HeartbeatInterval: 20 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "LeaseDuration") {
 		t.Errorf("New with a 30 s lease and a 20 s heartbeat: %v, want an error naming LeaseDuration", err)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -30,28 +29,12 @@ type runtimeJSON struct {
 // runJSON is a run on the wire. Output and OutputTruncated are set on
 // GET /a1/runs/{id} only.
 type runJSON struct {
-	ID              string     `json:"id"`
-	Runtime         string     `json:"runtime"`
-	Repo            string     `json:"repo"`
-	WorkItem        string     `json:"work_item"`
-	Status          string     `json:"status"`
-	CreatedAt       time.Time  `json:"created_at"`
-	StartedAt       *time.Time `json:"started_at,omitempty"`
-	FinishedAt      *time.Time `json:"finished_at,omitempty"`
-	ExitCode        *int       `json:"exit_code,omitempty"`
-	Reason          string     `json:"reason,omitempty"`
-	UserID          string     `json:"user_id"`
-	Output          *string    `json:"output,omitempty"`
-	OutputTruncated *bool      `json:"output_truncated,omitempty"`
+	runFields
+	Output          *string `json:"output,omitempty"`
+	OutputTruncated *bool   `json:"output_truncated,omitempty"`
 }
 
-func wire(rec record) runJSON {
-	return runJSON{
-		ID: rec.ID, Runtime: rec.Runtime, Repo: rec.Repo, WorkItem: rec.WorkItem,
-		Status: rec.Status, CreatedAt: rec.CreatedAt, StartedAt: rec.StartedAt,
-		FinishedAt: rec.FinishedAt, ExitCode: rec.ExitCode, Reason: rec.Reason, UserID: rec.User,
-	}
-}
+func wire(rec record) runJSON { return runJSON{runFields: rec.runFields} }
 
 // withOutput is wire(rec) with the output fields.
 func withOutput(rec record, output []byte, truncated bool) runJSON {
@@ -84,6 +67,9 @@ func callerOf(r *http.Request, write bool) (caller, error) {
 	}
 	return caller{tenant: c.Tenant, user: c.User}, nil
 }
+
+// readCaller is callerOf for a read, the resolve step of the read handlers.
+func readCaller(r *http.Request) (caller, error) { return callerOf(r, false) }
 
 // sees reports whether the caller may see rec.
 func (c caller) sees(rec record) bool {
@@ -193,10 +179,10 @@ func (s *Service) decodeCreate(r *http.Request, c caller) (record, error) {
 	if !allowedRepo(c.tenant.Settings.CodingAgentRepos, repo) {
 		return record{}, errcat.New(errcat.CodingAgentRepoNotAllowed, "body.repo", "Repository not on the tenant's allowlist.")
 	}
-	return record{
-		ID: newID(), Tenant: c.tenant.ID, User: c.user, Runtime: RuntimeCodingAgent,
+	return record{Tenant: c.tenant.ID, runFields: runFields{
+		ID: newID(), User: c.user, Runtime: RuntimeCodingAgent,
 		Repo: repo, WorkItem: *req.WorkItem, Status: StatusQueued, CreatedAt: s.clk.Now().UTC(),
-	}, nil
+	}}, nil
 }
 
 // validWorkItem reports whether w is 1 to MaxWorkItemBytes of UTF-8 text
@@ -224,49 +210,36 @@ func newID() string {
 // runs, or the tenant's for a tenant_admin without GW-User-Id, newest first,
 // as {"object":"list","data":[run...],"limit","offset","has_more"}.
 func (s *Service) List(w http.ResponseWriter, r *http.Request) {
-	c, err := callerOf(r, false)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	pg, err := httpx.ParsePage(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	page, more, err := s.list(r.Context(), c.tenant.ID, c.user, c.user == "", pg.Limit, pg.Offset)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	data := make([]runJSON, len(page))
-	for i, rec := range page {
-		data[i] = wire(rec)
-	}
-	httpx.WriteList(w, pg, data, more)
+	httpx.HandleList(w, r, readCaller, func(ctx context.Context, c caller, pg httpx.Page) ([]runJSON, bool, error) {
+		page, more, err := s.list(ctx, c.tenant.ID, c.user, c.user == "", pg)
+		if err != nil {
+			return nil, false, err
+		}
+		data := make([]runJSON, len(page))
+		for i, rec := range page {
+			data[i] = wire(rec)
+		}
+		return data, more, nil
+	})
 }
 
 // Get handles GET /a1/runs/:id (scope runs:read): 200 with the run and its
 // output tail; 404 coding_agent_run_not_found (param run_id) for an unknown
 // id or a run the caller may not see.
 func (s *Service) Get(w http.ResponseWriter, r *http.Request) {
-	c, err := callerOf(r, false)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	id := httpx.Param(r, "id")
-	s.mu.Lock()
-	a := s.active[id] // before the store read: its output outlives its end
-	s.mu.Unlock()
-	v, err := s.loadSeen(r.Context(), c, id)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	out, truncated := v.output, v.rec.OutputTruncated
-	if v.rec.isActive() && a != nil && a.rec.Tenant == v.rec.Tenant {
-		out, truncated = a.out.snapshot()
-	}
-	httpx.WriteJSON(w, http.StatusOK, withOutput(v.rec, out, truncated))
+	httpx.Handle(w, r, readCaller, func(ctx context.Context, c caller) (runJSON, error) {
+		id := httpx.Param(r, "id")
+		s.mu.Lock()
+		a := s.active[id] // before the store read: its output outlives its end
+		s.mu.Unlock()
+		v, err := s.loadSeen(ctx, c, id)
+		if err != nil {
+			return runJSON{}, err
+		}
+		out, truncated := v.output, v.rec.OutputTruncated
+		if v.rec.isActive() && a != nil && a.rec.Tenant == v.rec.Tenant {
+			out, truncated = a.out.snapshot()
+		}
+		return withOutput(v.rec, out, truncated), nil
+	})
 }

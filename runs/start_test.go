@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/runs"
 )
 
@@ -27,7 +28,7 @@ func TestStoredProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgid, start := procStat(t, leader)
-	diffT(t, "stored command", &runs.Proc{PID: leader, PGID: pgid, Start: start, Boot: bootID(t)}, p)
+	testkit.Diff(t, "stored command", &runs.Proc{PID: leader, PGID: pgid, Start: start, Boot: bootID(t)}, p)
 	if pgid != leader {
 		t.Errorf("process group %d, want the command's own (%d)", pgid, leader)
 	}
@@ -55,7 +56,7 @@ func TestMarkRunningFails(t *testing.T) {
 	want := run{ID: r.ID, Runtime: "coding-agent", Repo: appRepo, WorkItem: "W-1", Status: runs.StatusFailed,
 		CreatedAt: t0, FinishedAt: &t0, Reason: runs.ReasonStorageAtStart, UserID: "alice",
 		Output: got.Output, OutputTruncated: ptr(false)}
-	diffT(t, "run", want, got)
+	testkit.Diff(t, "run", want, got)
 	e.cancel("", "alice", e.create("", "alice", appRepo, "W-1").ID) // the work item is free
 }
 

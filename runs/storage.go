@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/store"
 )
 
@@ -46,21 +47,29 @@ var (
 	keySeq    = []byte("next")
 )
 
-// record is a run as stored.
-type record struct {
+// runFields are the members of a run that the store keeps and the API
+// answers alike (record and runJSON embed them), in the order the API
+// answers them. The store's records are read by member name, so records
+// written in another member order read the same.
+type runFields struct {
 	ID         string     `json:"id"`
-	Tenant     string     `json:"tenant"`
-	User       string     `json:"user_id"`
 	Runtime    string     `json:"runtime"`
 	Repo       string     `json:"repo"`
 	WorkItem   string     `json:"work_item"`
-	Seq        uint64     `json:"seq"`
 	Status     string     `json:"status"`
 	CreatedAt  time.Time  `json:"created_at"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	ExitCode   *int       `json:"exit_code,omitempty"`
 	Reason     string     `json:"reason,omitempty"`
+	User       string     `json:"user_id"`
+}
+
+// record is a run as stored.
+type record struct {
+	runFields
+	Tenant string `json:"tenant"`
+	Seq    uint64 `json:"seq"`
 	// OutputTruncated says the command wrote more than the kept tail.
 	OutputTruncated bool `json:"output_truncated,omitempty"`
 	// Proc is the command of a run that has started running; nil before.
@@ -270,23 +279,22 @@ func (s *Service) loadSeen(ctx context.Context, c caller, id string) (view, erro
 
 // list returns one page of the runs of tenant (of user, or all of them when
 // tenantWide), newest first, and whether more follow.
-func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool, limit, offset int) ([]record, bool, error) {
+func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool, pg httpx.Page) ([]record, bool, error) {
 	bucket, prefix := bucketByUser, byUserPrefix(tenant, user)
 	if tenantWide {
 		bucket, prefix = bucketByTenant, byTenantPrefix(tenant)
 	}
-	var page []record
-	more := false
+	var (
+		page []record
+		win  httpx.Window
+	)
 	err := s.st.View(ctx, func(tx store.Tx) error {
-		page, more = page[:0], false // the store may run the callback again
-		skip := offset
+		page, win = page[:0], httpx.Window{Page: pg} // the store may run the callback again
 		return tx.Scan(bucket, prefix, true, func(_, v []byte) (bool, error) {
-			if skip > 0 {
-				skip--
+			if win.Skip() {
 				return true, nil
 			}
-			if len(page) == limit {
-				more = true
+			if win.Full(len(page)) {
 				return false, nil
 			}
 			rec, ok, err := getRecord(tx, tenant, string(v))
@@ -302,5 +310,5 @@ func (s *Service) list(ctx context.Context, tenant, user string, tenantWide bool
 	if err != nil {
 		return nil, false, errcat.FromStore(err)
 	}
-	return page, more, nil
+	return page, win.More, nil
 }

@@ -37,6 +37,23 @@ func (e *env) stored(t *testing.T) usage.Group {
 	return gs[0]
 }
 
+// flushed is what the store took by the end of a test: its write
+// transactions in all, and the totals of the records it holds.
+type flushed struct {
+	Transactions, Requests, InputTokens, OutputTokens int64
+}
+
+// checkFlushed flushes e's Service and compares what the store took with
+// want.
+func (e *env) checkFlushed(t *testing.T, want flushed) {
+	t.Helper()
+	if err := e.svc.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g := e.stored(t)
+	testkit.Diff(t, "flushed", want, flushed{e.st.updates.Load(), g.Requests, g.InputTokens, g.OutputTokens})
+}
+
 // waitFor polls cond for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -71,15 +88,7 @@ func TestWriterBatches(t *testing.T) {
 	for range 1000 {
 		e.svc.Record(chat("alice", 1, 2))
 	}
-	if err := e.svc.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := e.st.updates.Load(); n != 11 {
-		t.Errorf("%d transactions for 1100 records in batches of 100, want 11", n)
-	}
-	if g := e.stored(t); g.Requests != 1100 || g.InputTokens != 1100 || g.OutputTokens != 2200 {
-		t.Errorf("stored %+v, want 1100 requests, 1100 input and 2200 output tokens", g)
-	}
+	e.checkFlushed(t, flushed{Transactions: 11, Requests: 1100, InputTokens: 1100, OutputTokens: 2200})
 }
 
 // TestFlushWritesOnceEach: Flush writes everything buffered in batches of
@@ -90,15 +99,7 @@ func TestFlushWritesOnceEach(t *testing.T) {
 		e.svc.Record(chat(fmt.Sprint("u", i%7), 3, 4))
 	}
 	// The writer may have woken at 1000 and written that batch already.
-	if err := e.svc.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := e.st.updates.Load(); n != 3 {
-		t.Errorf("%d transactions for 2500 records in batches of 1000, want 3", n)
-	}
-	if g := e.stored(t); g.Requests != 2500 || g.InputTokens != 7500 || g.OutputTokens != 10000 {
-		t.Errorf("stored %+v", g)
-	}
+	e.checkFlushed(t, flushed{Transactions: 3, Requests: 2500, InputTokens: 7500, OutputTokens: 10000})
 }
 
 // TestStoreFailing: while the store fails the records wait, oldest first, and

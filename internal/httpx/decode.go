@@ -16,6 +16,17 @@ import (
 	"github.com/chatgw/gateway/errcat"
 )
 
+// FieldName is the name of the field an error's param names, its last part:
+// "body.documents[3]" -> "documents[3]", "query.limit" -> "limit"; a param
+// without a dot is a name already. Messages name the field as the client
+// wrote it, without where it was.
+func FieldName(param string) string {
+	if i := strings.LastIndexByte(param, '.'); i >= 0 {
+		return param[i+1:]
+	}
+	return param
+}
+
 // ReadBody reads the whole request body. The gateway's middleware has already
 // bounded it with http.MaxBytesReader, so an oversized body answers body_too_large.
 func ReadBody(r *http.Request) ([]byte, error) {

@@ -39,6 +39,16 @@ func ParsePage(r *http.Request) (Page, error) {
 	return Page{Limit: limit, Offset: offset}, nil
 }
 
+// QueryInt reads the integer query parameter name of r as ParsePage reads
+// limit: def when r has none; one that is not an integer from lo to hi is 400
+// invalid_field query.<name>, "<name> must be an integer from <lo> to <hi>."
+// (hi < 0: no upper bound, "<name> must be an integer of at least <lo>."), so
+// that every bounded query integer of the API is refused in the same words.
+func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
+	q := r.URL.Query()
+	return intParam(q.Get(name), q.Has(name), name, def, lo, hi)
+}
+
 // intParam parses query parameter name: absent gives def; not an integer, below
 // lo, or above hi (hi < 0: no upper bound) gives invalid_field query.<name>.
 func intParam(raw string, present bool, name string, def, lo, hi int) (int, error) {
@@ -53,6 +63,39 @@ func intParam(raw string, present bool, name string, def, lo, hi int) (int, erro
 		return 0, errcat.Newf(errcat.InvalidField, "query."+name, "%s must be an integer of at least %d.", name, lo)
 	}
 	return n, nil
+}
+
+// Window places the entries of a store scan against a Page, so that every
+// list reads its page the same way: Skip is true for the Offset entries
+// before the page, Full once the page holds Limit entries, and then More
+// says that an entry followed it. A Window serves one run of a scan: a
+// transaction callback, which may run again, starts a new one.
+type Window struct {
+	Page
+	skipped int
+	// More says that the scan met an entry after a full page.
+	More bool
+}
+
+// Skip reports whether the entry the scan is at comes before the page, and
+// counts it if so.
+func (w *Window) Skip() bool {
+	if w.skipped < w.Offset {
+		w.skipped++
+		return true
+	}
+	return false
+}
+
+// Full reports whether a page holding n entries (added one at a time, so
+// never past Limit) is full, when the scan is at an entry not skipped: that
+// entry follows the page, so More is set and the scan can stop.
+func (w *Window) Full(n int) bool {
+	if n != w.Limit {
+		return false
+	}
+	w.More = true
+	return true
 }
 
 // List is the answer of a list endpoint:

@@ -14,6 +14,82 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+func TestQueryInt(t *testing.T) {
+	tests := []struct {
+		query      string
+		hi         int
+		want       int
+		param, msg string // of the invalid_field error; "" for none
+	}{
+		{query: "", hi: 50, want: 5},
+		{query: "k=1", hi: 50, want: 1},
+		{query: "k=50", hi: 50, want: 50},
+		{query: "k=0", hi: 50, param: "query.k", msg: "k must be an integer from 1 to 50."},
+		{query: "k=51", hi: 50, param: "query.k", msg: "k must be an integer from 1 to 50."},
+		{query: "k=", hi: 50, param: "query.k", msg: "k must be an integer from 1 to 50."},
+		{query: "k=x", hi: 50, param: "query.k", msg: "k must be an integer from 1 to 50."},
+		{query: "k=1000000", hi: -1, want: 1000000},
+		{query: "k=0", hi: -1, param: "query.k", msg: "k must be an integer of at least 1."},
+	}
+	for _, tt := range tests {
+		got, err := httpx.QueryInt(httptest.NewRequest("GET", "/?"+tt.query, nil), "k", 5, 1, tt.hi)
+		if tt.param == "" {
+			if err != nil || got != tt.want {
+				t.Errorf("QueryInt(%q) = %d, %v; want %d", tt.query, got, err, tt.want)
+			}
+			continue
+		}
+		e := errcat.As(err)
+		if e == nil || e.Code != errcat.InvalidField || e.Param != tt.param || e.Message != tt.msg {
+			t.Errorf("QueryInt(%q) error = %v; want invalid_field %s %q", tt.query, err, tt.param, tt.msg)
+		}
+	}
+}
+
+func TestFieldName(t *testing.T) {
+	for param, want := range map[string]string{
+		"body.documents[3]": "documents[3]",
+		"query.limit":       "limit",
+		"arguments.a.b":     "b",
+		"key":               "key",
+		"":                  "",
+	} {
+		if got := httpx.FieldName(param); got != want {
+			t.Errorf("FieldName(%q) = %q, want %q", param, got, want)
+		}
+	}
+}
+
+func TestWindow(t *testing.T) {
+	for _, tt := range []struct {
+		page    httpx.Page
+		entries int
+		want    []int
+		more    bool
+	}{
+		{httpx.Page{Limit: 2}, 5, []int{0, 1}, true},
+		{httpx.Page{Limit: 2, Offset: 3}, 5, []int{3, 4}, false},
+		{httpx.Page{Limit: 2, Offset: 2}, 5, []int{2, 3}, true},
+		{httpx.Page{Limit: 5}, 5, []int{0, 1, 2, 3, 4}, false},
+		{httpx.Page{Limit: 1, Offset: 9}, 5, nil, false},
+	} {
+		w := httpx.Window{Page: tt.page}
+		var got []int
+		for i := range tt.entries { // a scan of the entries 0, 1, ...
+			if w.Skip() {
+				continue
+			}
+			if w.Full(len(got)) {
+				break
+			}
+			got = append(got, i)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" || w.More != tt.more {
+			t.Errorf("%+v: page mismatch (-want +got):\n%s\nMore = %v, want %v", tt.page, diff, w.More, tt.more)
+		}
+	}
+}
+
 func TestParsePage(t *testing.T) {
 	const (
 		limitMsg  = "limit must be an integer from 1 to 500."

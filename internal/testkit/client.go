@@ -110,3 +110,23 @@ func Router(t testing.TB, routes map[string]http.HandlerFunc) *httprouter.Router
 	}
 	return r
 }
+
+// HeaderTenant is the header by which a test names the tenant of a request
+// whose principal a stand-in for the root's auth middleware picks (see
+// TenantOf), for tests that send requests of several tenants through one
+// handler.
+const HeaderTenant = "X-Test-Tenant"
+
+// TenantOf returns the tenant that r names by its HeaderTenant header (def
+// when it has none): known's tenant of that ID with ok true, or else a new
+// tenant with that ID and nothing else, which the caller may fill in.
+func TenantOf(r *http.Request, def string, known map[string]*auth.Tenant) (tenant *auth.Tenant, ok bool) {
+	id := r.Header.Get(HeaderTenant)
+	if id == "" {
+		id = def
+	}
+	if tenant, ok = known[id]; ok {
+		return tenant, true
+	}
+	return &auth.Tenant{ID: id}, false
+}

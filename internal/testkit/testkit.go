@@ -8,8 +8,11 @@
 // JSONAnswer), and Fake, an upstream.Upstream that records its calls and
 // answers them in turn (JSON, Stream, Transcript).
 //
+// It also gives a test a fresh in-memory store (MemStore).
+//
 // It is a leaf: it imports the leaf packages (auth, errcat, upstream, quota,
-// internal/httpx) and never a family, so that every family's tests may import it.
+// store/memstore, internal/httpx) and never a family, so that every family's
+// tests may import it.
 //
 // Every helper that can fail takes a testing.TB, marks itself with t.Helper and
 // fails the test with Fatal: call them from the test's goroutine. Other
@@ -33,7 +36,9 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/store/memstore"
 	"github.com/google/go-cmp/cmp"
+	"github.com/julienschmidt/httprouter"
 )
 
 // RequestID is the request id of the httpx.Info that Build puts in a request.
@@ -68,11 +73,15 @@ type Request struct {
 	// root's auth middleware does; nil puts none (for a test that puts its own
 	// with a stand-in middleware).
 	Principal *auth.Principal
+	// Params are the route's path parameters, as the router gives them to
+	// the handler it calls (httpx.Param reads them), for a test that calls a
+	// handler without a router; nil puts none.
+	Params httprouter.Params
 }
 
 // Build returns q as the root's middleware hands it to a handler: with
-// q.Principal and an httpx.Info (request id RequestID, a logger that discards)
-// in its context. It returns an error, instead of failing a test, when
+// q.Principal, q.Params and an httpx.Info (request id RequestID, a logger
+// that discards) in its context. It returns an error, instead of failing a test, when
 // q.Body does not encode, so that goroutines other than the test's may call
 // it.
 func (q Request) Build() (*http.Request, error) {
@@ -102,7 +111,11 @@ func (q Request) Build() (*http.Request, error) {
 	for k, vs := range q.Header {
 		r.Header[http.CanonicalHeaderKey(k)] = vs
 	}
-	return r.WithContext(Context(r.Context(), q.Principal)), nil
+	ctx := Context(r.Context(), q.Principal)
+	if q.Params != nil {
+		ctx = context.WithValue(ctx, httprouter.ParamsKey, q.Params)
+	}
+	return r.WithContext(ctx), nil
 }
 
 // Context returns ctx carrying what the root's middleware gives a request
@@ -153,15 +166,38 @@ func Serve(t testing.TB, h http.Handler, q Request) *httptest.ResponseRecorder {
 // w.Code as status to accept any status.
 func Decode(t testing.TB, w *httptest.ResponseRecorder, status int, v any) {
 	t.Helper()
+	decode(t, w, status, v, json.Unmarshal)
+}
+
+// DecodeStrict is Decode that also fails t when the body has a member that v
+// lacks (see UnmarshalStrict): for a test that pins every member of an
+// answer, so that a member the handler adds fails it until the test knows it.
+func DecodeStrict(t testing.TB, w *httptest.ResponseRecorder, status int, v any) {
+	t.Helper()
+	decode(t, w, status, v, UnmarshalStrict)
+}
+
+func decode(t testing.TB, w *httptest.ResponseRecorder, status int, v any, unmarshal func([]byte, any) error) {
+	t.Helper()
 	if w.Code != status {
 		t.Fatalf("status %d, want %d; body %s", w.Code, status, w.Body)
 	}
 	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("Content-Type %q, want application/json; body %s", ct, w.Body)
 	}
-	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+	if err := unmarshal(w.Body.Bytes(), v); err != nil {
 		t.Fatalf("body %s: %v", w.Body, err)
 	}
+}
+
+// UnmarshalStrict is json.Unmarshal with json.Decoder's
+// DisallowUnknownFields: a member that v lacks is an error. It returns an
+// error instead of failing a test, for code that runs outside one (a helper
+// process).
+func UnmarshalStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // ServeJSON serves q through h (see Serve) and returns the status and the
@@ -282,4 +318,13 @@ func Diff(t testing.TB, what string, want, got any, opts ...cmp.Option) {
 	if diff := cmp.Diff(want, got, opts...); diff != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
 	}
+}
+
+// MemStore returns a fresh in-memory store, closed when the test and its
+// subtests end (as bbolt's btesting.MustCreateDB gives a database), so that a
+// test does not pair memstore.New with its own t.Cleanup.
+func MemStore(t testing.TB) *memstore.Store {
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	return st
 }

@@ -1,6 +1,7 @@
 package testkit_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,8 +14,11 @@ import (
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/testkit"
+	"github.com/chatgw/gateway/store"
+	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/google/go-cmp/cmp"
+	"github.com/julienschmidt/httprouter"
 )
 
 // recordingT is a testing.TB whose Fatal and Fatalf only record that they
@@ -38,12 +42,14 @@ type sent struct {
 	ContentType, User, X  string
 	Tenant, RequestID     string
 	HasPrincipal, HasInfo bool
+	ID                    string // the path parameter id
 }
 
 func see(r *http.Request) sent {
 	b, _ := io.ReadAll(r.Body)
 	s := sent{Method: r.Method, Path: r.URL.RequestURI(), Body: string(b),
-		ContentType: r.Header.Get("Content-Type"), User: httpx.UserID(r), X: r.Header.Get("X-Test")}
+		ContentType: r.Header.Get("Content-Type"), User: httpx.UserID(r), X: r.Header.Get("X-Test"),
+		ID: httpx.Param(r, "id")}
 	if p := auth.FromContext(r.Context()); p != nil {
 		s.HasPrincipal, s.Tenant = true, p.Tenant.ID
 	}
@@ -75,6 +81,8 @@ func TestBuild(t *testing.T) {
 		{"header overrides user", testkit.Request{Method: "GET", Target: "/x", User: "alice",
 			Header: http.Header{httpx.HeaderUserID: {"bob"}}},
 			sent{Method: "GET", Path: "/x", User: "bob", HasInfo: true, RequestID: testkit.RequestID}},
+		{"path parameters", testkit.Request{Method: "GET", Target: "/x/7", Params: httprouter.Params{{Key: "id", Value: "7"}}},
+			sent{Method: "GET", Path: "/x/7", ID: "7", HasInfo: true, RequestID: testkit.RequestID}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,6 +138,38 @@ func TestDecode(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); !tc.fails && diff != "" {
 				t.Errorf("Decode mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	type pinned struct {
+		A int `json:"a"`
+	}
+	tests := []struct {
+		name, body string
+		want       pinned
+		fails      bool
+	}{
+		{"every member known", `{"a":1}`, pinned{A: 1}, false},
+		{"unknown member", `{"a":1,"b":2}`, pinned{}, true},
+		{"not JSON", `{`, pinned{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.body)
+			})
+			rt := &recordingT{TB: t}
+			var got pinned
+			testkit.DecodeStrict(rt, testkit.Serve(t, h, testkit.Request{Method: "GET", Target: "/"}), 200, &got)
+			if failed := rt.fatal != ""; failed != tc.fails {
+				t.Fatalf("failed = %v (%s), want %v", failed, rt.fatal, tc.fails)
+			}
+			if !tc.fails {
+				testkit.Diff(t, "DecodeStrict", tc.want, got)
 			}
 		})
 	}
@@ -426,5 +466,45 @@ func TestFake(t *testing.T) {
 	}
 	if f.Calls() != 3 || f.Last(t) != "{\n  \"n\": 1\n}\n" {
 		t.Errorf("Calls() = %d, Last() = %q", f.Calls(), f.Last(t))
+	}
+}
+
+func TestMemStore(t *testing.T) {
+	var st *memstore.Store
+	t.Run("sub", func(t *testing.T) {
+		st = testkit.MemStore(t)
+		if err := st.View(context.Background(), func(store.Tx) error { return nil }); err != nil {
+			t.Fatalf("View of a fresh store: %v", err)
+		}
+	})
+	if err := st.View(context.Background(), func(store.Tx) error { return nil }); err == nil {
+		t.Error("View after the test ended: no error, want the store closed")
+	}
+}
+
+func TestTenantOf(t *testing.T) {
+	globex := &auth.Tenant{ID: "globex", Settings: auth.Settings{CloudDocConsent: true}}
+	known := map[string]*auth.Tenant{"globex": globex}
+	for _, tc := range []struct {
+		name, header string
+		want         *auth.Tenant
+		ok           bool
+	}{
+		{"no header: the default", "", &auth.Tenant{ID: "t1"}, false},
+		{"known", "globex", globex, true},
+		{"unknown", "initech", &auth.Tenant{ID: "initech"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testkit.NewRequest(t, testkit.Request{Method: "GET", Target: "/",
+				Header: http.Header{testkit.HeaderTenant: {tc.header}}})
+			if tc.header == "" {
+				r.Header.Del(testkit.HeaderTenant)
+			}
+			got, ok := testkit.TenantOf(r, "t1", known)
+			testkit.Diff(t, "tenant", tc.want, got)
+			if ok != tc.ok {
+				t.Errorf("ok = %v, want %v", ok, tc.ok)
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -70,7 +69,7 @@ func decodeRequest(body []byte, count bool) (*request, error) {
 		return nil, errcat.New(errcat.InvalidField, "model", "model must be a string: a model alias.")
 	}
 	var err error
-	if c.MaxTokens, err = maxTokens(top["max_tokens"]); err != nil {
+	if c.MaxTokens, err = httpx.DecodeInt32(top["max_tokens"], "max_tokens"); err != nil {
 		return nil, err
 	}
 	if err := decodeScalars(top, q); err != nil {
@@ -102,21 +101,6 @@ func decodeRequest(body []byte, count bool) (*request, error) {
 	return q, nil
 }
 
-// maxTokens reads max_tokens: an integer (absent or null: nil). A value
-// below 1 is passed on for the pre-flight checks to answer
-// max_tokens_below_minimum, as on /v1/chat/completions.
-func maxTokens(raw json.RawMessage) (*int32, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
-		return nil, errcat.New(errcat.InvalidField, "max_tokens", "max_tokens must be an integer.")
-	}
-	n := int32(f)
-	return &n, nil
-}
-
 // decodeScalars reads stream, temperature, top_p, stop_sequences, and the
 // ignored members' types.
 func decodeScalars(top map[string]json.RawMessage, q *request) error {
@@ -124,17 +108,8 @@ func decodeScalars(top map[string]json.RawMessage, q *request) error {
 	if raw := top["stream"]; !isNull(raw) && json.Unmarshal(raw, &c.Stream) != nil {
 		return errcat.New(errcat.InvalidField, "stream", "stream must be a boolean.")
 	}
-	for _, m := range [...]struct {
-		name string
-		dst  **float64
-	}{{"temperature", &c.Temperature}, {"top_p", &c.TopP}} {
-		if raw := top[m.name]; !isNull(raw) {
-			var f float64
-			if json.Unmarshal(raw, &f) != nil {
-				return errcat.Newf(errcat.InvalidField, m.name, "%s must be a number.", m.name)
-			}
-			*m.dst = &f
-		}
+	if err := httpx.DecodeFloats(top, httpx.Float{Name: "temperature", Dst: &c.Temperature}, httpx.Float{Name: "top_p", Dst: &c.TopP}); err != nil {
+		return err
 	}
 	if raw := top["stop_sequences"]; !isNull(raw) {
 		if json.Unmarshal(raw, &q.stops) != nil {

@@ -2,7 +2,6 @@ package responses
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 
 	"github.com/chatgw/gateway/errcat"
@@ -108,29 +107,11 @@ func decodeScalars(top map[string]json.RawMessage, q *request) error {
 			return errcat.New(errcat.InvalidField, "previous_response_id", "previous_response_id must be the id of a stored response.")
 		}
 	}
-	if raw := top["max_output_tokens"]; !isNull(raw) {
-		var f float64
-		if json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
-			return errcat.New(errcat.InvalidField, "max_output_tokens", "max_output_tokens must be an integer.")
-		}
-		// A value below 1 is passed on for the pre-flight checks to answer
-		// max_tokens_below_minimum, as on /v1/chat/completions.
-		n := int32(f)
-		c.MaxTokens = &n
+	var err error
+	if c.MaxTokens, err = httpx.DecodeInt32(top["max_output_tokens"], "max_output_tokens"); err != nil {
+		return err
 	}
-	for _, m := range [...]struct {
-		name string
-		dst  **float64
-	}{{"temperature", &c.Temperature}, {"top_p", &c.TopP}} {
-		if raw := top[m.name]; !isNull(raw) {
-			var f float64
-			if json.Unmarshal(raw, &f) != nil {
-				return errcat.Newf(errcat.InvalidField, m.name, "%s must be a number.", m.name)
-			}
-			*m.dst = &f
-		}
-	}
-	return nil
+	return httpx.DecodeFloats(top, httpx.Float{Name: "temperature", Dst: &c.Temperature}, httpx.Float{Name: "top_p", Dst: &c.TopP})
 }
 
 // decodeRefused accepts background, truncation, include and reasoning only

@@ -245,14 +245,26 @@ func chatMessages(raw json.RawMessage) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// decodeBlock decodes the j-th block of a message's content at at.
-func decodeBlock(at string, j int, raw json.RawMessage) (block, string, error) {
-	at = fmt.Sprintf("%s.content[%d]", at, j)
-	var b block
-	if json.Unmarshal(raw, &b) != nil {
-		return b, at, errcat.Newf(errcat.InvalidField, at, "%s must be a content block object with a type.", at)
+// eachBlock decodes blocks, the content of what is at at (a message, a
+// tool result), and hands each block to f with its own path
+// (at.content[j]), stopping at the first error. A text block without its
+// text is refused here, before f sees it, so that f reads any text block's
+// Text.
+func eachBlock(at string, blocks []json.RawMessage, f func(b block, at string) error) error {
+	for j, raw := range blocks {
+		bat := fmt.Sprintf("%s.content[%d]", at, j)
+		var b block
+		if json.Unmarshal(raw, &b) != nil {
+			return errcat.Newf(errcat.InvalidField, bat, "%s must be a content block object with a type.", bat)
+		}
+		if b.Type == "text" && b.Text == nil {
+			return errcat.Newf(errcat.MissingField, bat+".text", "%s.text is required.", bat)
+		}
+		if err := f(b, bat); err != nil {
+			return err
+		}
 	}
-	return b, at, nil
+	return nil
 }
 
 // userMessages translates the blocks of a user message.
@@ -264,34 +276,30 @@ func userMessages(at string, blocks []json.RawMessage) ([]json.RawMessage, error
 		// first in the user message that follows the tool messages.
 		toolImages []part
 	)
-	for j, raw := range blocks {
-		b, bat, err := decodeBlock(at, j, raw)
-		if err != nil {
-			return nil, err
-		}
+	err := eachBlock(at, blocks, func(b block, at string) error {
 		switch b.Type {
 		case "text":
-			p, err := textPart(bat, b)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, p)
+			parts = append(parts, part{Type: "text", Text: b.Text})
 		case "image":
-			p, err := imagePart(bat, b.Source)
+			p, err := imagePart(at, b.Source)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			parts = append(parts, p)
 		case "tool_result":
-			msg, images, err := toolResult(bat, b)
+			msg, images, err := toolResult(at, b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			out = append(out, msg)
 			toolImages = append(toolImages, images...)
 		default:
-			return nil, unsupportedBlock(bat, b.Type, "text, image and tool_result blocks")
+			return unsupportedBlock(at, b.Type, "text, image and tool_result blocks")
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	parts = append(toolImages, parts...)
 	if len(parts) == 0 {
@@ -319,13 +327,6 @@ func partsContent(parts []part) (json.RawMessage, error) {
 		return nil, errcat.Internal(err)
 	}
 	return b, nil
-}
-
-func textPart(at string, b block) (part, error) {
-	if b.Text == nil {
-		return part{}, errcat.Newf(errcat.MissingField, at+".text", "%s.text is required.", at)
-	}
-	return part{Type: "text", Text: b.Text}, nil
 }
 
 // imagePart translates an image block's source into an image_url part: a
@@ -366,27 +367,23 @@ func toolResult(at string, b block) (json.RawMessage, []part, error) {
 			return nil, nil, errcat.Newf(errcat.InvalidField, at+".content", "%s.content must be a string or an array of text and image blocks.", at)
 		}
 		var texts []string
-		for k, raw := range blocks {
-			inner, iat, err := decodeBlock(at, k, raw)
-			if err != nil {
-				return nil, nil, err
-			}
+		err := eachBlock(at, blocks, func(inner block, at string) error {
 			switch inner.Type {
 			case "text":
-				p, err := textPart(iat, inner)
-				if err != nil {
-					return nil, nil, err
-				}
-				texts = append(texts, *p.Text)
+				texts = append(texts, *inner.Text)
 			case "image":
-				p, err := imagePart(iat, inner.Source)
+				p, err := imagePart(at, inner.Source)
 				if err != nil {
-					return nil, nil, err
+					return err
 				}
 				images = append(images, p)
 			default:
-				return nil, nil, unsupportedBlock(iat, inner.Type, "text and image blocks in a tool result")
+				return unsupportedBlock(at, inner.Type, "text and image blocks in a tool result")
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
 		}
 		text = strings.Join(texts, "\n")
 	}
@@ -408,27 +405,23 @@ func assistantMessage(at string, blocks []json.RawMessage) ([]json.RawMessage, e
 		text  strings.Builder
 		calls []wire.ToolCall
 	)
-	for j, raw := range blocks {
-		b, bat, err := decodeBlock(at, j, raw)
-		if err != nil {
-			return nil, err
-		}
+	err := eachBlock(at, blocks, func(b block, at string) error {
 		switch b.Type {
 		case "text":
-			p, err := textPart(bat, b)
-			if err != nil {
-				return nil, err
-			}
-			text.WriteString(*p.Text)
+			text.WriteString(*b.Text)
 		case "tool_use":
-			call, err := toolCall(bat, b)
+			call, err := toolCall(at, b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			calls = append(calls, call)
 		default:
-			return nil, unsupportedBlock(bat, b.Type, "text and tool_use blocks in an assistant message")
+			return unsupportedBlock(at, b.Type, "text and tool_use blocks in an assistant message")
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return []json.RawMessage{wire.AssistantMessage(text.String(), calls)}, nil
 }

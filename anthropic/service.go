@@ -7,7 +7,6 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/pipeline"
-	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
@@ -56,16 +55,8 @@ type Service struct {
 
 // New returns a Service for cfg.
 func New(cfg Config) *Service {
-	c := cfg.Clock
-	if c == nil {
-		c = clock.Wall{}
-	}
-	s := &Service{chat: &pipeline.Chat{
+	return &Service{chat: pipeline.New(pipeline.Chat{
 		Upstream: cfg.Upstream, Catalog: cfg.Catalog, Inject: cfg.Inject, Classifier: cfg.Classifier,
-		Quota: cfg.Quota, Clock: c, Keepalive: cfg.KeepaliveInterval, MaxBytes: cfg.MaxResponseBytes,
-	}}
-	if cfg.Store != nil {
-		s.chat.Consents = preflight.NewStoreConsents(cfg.Store, c)
-	}
-	return s
+		Quota: cfg.Quota, Clock: cfg.Clock, Keepalive: cfg.KeepaliveInterval, MaxBytes: cfg.MaxResponseBytes,
+	}, cfg.Store)}
 }

@@ -70,7 +70,6 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/pipeline"
-	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
@@ -161,12 +160,9 @@ func New(cfg Config) *Service {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	s.created = s.clock.Now().Unix()
-	s.chat = &pipeline.Chat{
+	s.chat = pipeline.New(pipeline.Chat{
 		Upstream: s.up, Catalog: s.catalog, Inject: cfg.Inject, Classifier: cfg.Classifier,
 		Quota: cfg.Quota, Clock: s.clock, Keepalive: cfg.KeepaliveInterval, MaxBytes: s.maxBytes,
-	}
-	if cfg.Store != nil {
-		s.chat.Consents = preflight.NewStoreConsents(cfg.Store, s.clock)
-	}
+	}, cfg.Store)
 	return s
 }

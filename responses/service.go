@@ -9,7 +9,6 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/guard"
 	"github.com/chatgw/gateway/internal/pipeline"
-	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/quota"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
@@ -70,17 +69,12 @@ type Service struct {
 
 // New returns a Service for cfg.
 func New(cfg Config) *Service {
-	c := cfg.Clock
-	if c == nil {
-		c = clock.Wall{}
-	}
+	chat := pipeline.New(pipeline.Chat{
+		Upstream: cfg.Upstream, Catalog: cfg.Catalog, Inject: cfg.Inject, Classifier: cfg.Classifier,
+		Quota: cfg.Quota, Clock: cfg.Clock, Keepalive: cfg.KeepaliveInterval, MaxBytes: cfg.MaxResponseBytes,
+	}, cfg.Store)
 	s := &Service{
-		chat: &pipeline.Chat{
-			Upstream: cfg.Upstream, Catalog: cfg.Catalog, Inject: cfg.Inject, Classifier: cfg.Classifier,
-			Quota: cfg.Quota, Clock: c, Keepalive: cfg.KeepaliveInterval, MaxBytes: cfg.MaxResponseBytes,
-			Consents: preflight.NewStoreConsents(cfg.Store, c),
-		},
-		st: cfg.Store, clock: c, maxChain: cfg.MaxChain, maxBytes: cfg.MaxResponseBytes, newID: randomID,
+		chat: chat, st: cfg.Store, clock: chat.Clock, maxChain: cfg.MaxChain, maxBytes: cfg.MaxResponseBytes, newID: randomID,
 	}
 	if s.maxChain <= 0 {
 		s.maxChain = DefaultMaxChain

@@ -44,11 +44,12 @@ import (
 	"github.com/chatgw/gateway/internal/redact"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/quota"
+	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/upstream"
 )
 
 // Chat is the pipeline of the stateless chat endpoints of one gateway. A
-// family builds it from its Config; it is safe for concurrent use.
+// family builds it from its Config with New; it is safe for concurrent use.
 type Chat struct {
 	// Upstream sends the model calls. Required.
 	Upstream upstream.Upstream
@@ -74,6 +75,23 @@ type Chat struct {
 	Keepalive time.Duration
 	// MaxBytes is relay.Options.MaxBytes: 0 is relay.DefaultMaxBytes.
 	MaxBytes int64
+}
+
+// New returns c, the fields a chat family's Config gives (openai's,
+// anthropic's and responses' Configs each have them, public and with the
+// same meaning; the gateway gives the three the same values), with their
+// defaults: a nil Clock is clock.Wall, and Consents keeps the tenants'
+// persisted cloud-consent grants in st (bucket consent/grants, shared by
+// /v1 and /c1), a nil st persisting none. It is the one place a family's
+// Config becomes the pipeline, so that the families build the same one.
+func New(c Chat, st store.Store) *Chat {
+	if c.Clock == nil {
+		c.Clock = clock.Wall{}
+	}
+	if st != nil {
+		c.Consents = preflight.NewStoreConsents(st, c.Clock)
+	}
+	return &c
 }
 
 // request is the pre-flight request of body for r's caller p.

@@ -10,6 +10,7 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/pipeline"
+	"github.com/chatgw/gateway/internal/preflight"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/quota"
@@ -95,5 +96,18 @@ func TestClientError(t *testing.T) {
 	orig := errcat.New(errcat.InvalidField, "temperature", "x")
 	if got := pipeline.ClientError(orig, names); got != error(orig) {
 		t.Errorf("unrenamed: %v, want the error itself", got)
+	}
+}
+
+// TestNew: a Config's nil Clock is the wall clock, and the consent grants
+// are kept in the store only when there is one.
+func TestNew(t *testing.T) {
+	if c := pipeline.New(pipeline.Chat{Catalog: catalog()}, nil); c.Clock == nil || c.Consents != nil {
+		t.Errorf("New without clock and store: Clock %v, Consents %v; want the wall clock and no grants kept", c.Clock, c.Consents)
+	}
+	fc := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	c := pipeline.New(pipeline.Chat{Catalog: catalog(), Clock: fc}, memstore.New())
+	if _, ok := c.Consents.(*preflight.StoreConsents); !ok || c.Clock != fc {
+		t.Errorf("New with clock and store: Clock %v, Consents %T; want the fake clock and the store's grants", c.Clock, c.Consents)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/pipeline"
@@ -15,19 +16,12 @@ import (
 // through the stateless chat pipeline as /v1/chat/completions is, and the
 // answer translated back.
 func (s *Service) CreateMessage(w http.ResponseWriter, r *http.Request) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	q, body, err := read(r, false)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	pf, err := s.chat.Check(r, p, body)
-	if err != nil {
-		httpx.WriteError(w, r, pipeline.ClientError(err, clientParams))
+	var q *request
+	p, pf := s.chat.CheckRequest(w, r, clientParams, func(*auth.Principal) (body []byte, err error) {
+		q, body, err = read(r, false)
+		return body, err
+	})
+	if pf == nil {
 		return
 	}
 	s.chat.Forward(w, r, p, pf, pipeline.Answer{Encoder: newEncoder(messageID(r), q.chat.Model, q.stops)})

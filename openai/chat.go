@@ -3,6 +3,7 @@ package openai
 import (
 	"net/http"
 
+	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/pipeline"
 )
@@ -12,19 +13,8 @@ import (
 // stateless chat pipeline (internal/pipeline) and relayed as the upstream
 // answers it.
 func (s *Service) ChatCompletions(w http.ResponseWriter, r *http.Request) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	body, err := httpx.ReadBody(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	pf, err := s.chat.Check(r, p, body)
-	if err != nil {
-		httpx.WriteError(w, r, err)
+	p, pf := s.chat.CheckRequest(w, r, nil, func(*auth.Principal) ([]byte, error) { return httpx.ReadBody(r) })
+	if pf == nil {
 		return
 	}
 	s.chat.Forward(w, r, p, pf, pipeline.Answer{})

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
 	"github.com/chatgw/gateway/internal/pipeline"
@@ -19,20 +20,17 @@ import (
 // the answer translated back; with store (the default) the response is
 // stored before the client's answer is acknowledged.
 func (s *Service) Create(w http.ResponseWriter, r *http.Request) {
-	p, err := httpx.Principal(r)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	o := owner{tenant: p.Tenant.ID, user: httpx.UserID(r)}
-	q, in, body, err := s.read(r, o)
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	pf, err := s.chat.Check(r, p, body)
-	if err != nil {
-		httpx.WriteError(w, r, pipeline.ClientError(err, clientParams))
+	var (
+		o  owner
+		q  *request
+		in []item
+	)
+	p, pf := s.chat.CheckRequest(w, r, clientParams, func(p *auth.Principal) (body []byte, err error) {
+		o = owner{tenant: p.Tenant.ID, user: httpx.UserID(r)}
+		q, in, body, err = s.read(r, o)
+		return body, err
+	})
+	if pf == nil {
 		return
 	}
 	resp := newResponse(q, s.newID("resp"), q.chat.Model, s.clock.Now().Unix())
@@ -44,9 +42,17 @@ func (s *Service) Create(w http.ResponseWriter, r *http.Request) {
 	enc := newEncoder(resp, s.newID, func() int64 { return s.clock.Now().Unix() }, s.maxBytes)
 	a := pipeline.Answer{Encoder: enc}
 	if q.store {
-		a.Commit = func(ctx context.Context) error { return s.save(ctx, o, in, enc.final()) }
+		a.Commit = s.commit(o, in, enc)
 	}
 	s.chat.Forward(w, r, p, pf, a)
+}
+
+// commit is the Commit step of a stored response (pipeline.Answer): it
+// saves the response enc encoded, with its input items in, for o. Its
+// arguments are copied into the step, so that the handler's variables,
+// which CheckRequest's read sets, stay on the stack.
+func (s *Service) commit(o owner, in []item, enc *encoder) func(context.Context) error {
+	return func(ctx context.Context) error { return s.save(ctx, o, in, enc.final()) }
 }
 
 // read reads and translates the request of r by o: it returns the request,

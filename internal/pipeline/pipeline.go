@@ -117,6 +117,34 @@ func (c *Chat) Check(r *http.Request, p *auth.Principal, body []byte) (*prefligh
 	return preflight.Check(r.Context(), c.request(r, p, body))
 }
 
+// CheckRequest is how a stateless chat handler starts, before Forward: it
+// finds r's caller (httpx.Principal), has the family read r into the
+// chat-completions body it becomes (read, given the caller: the family's
+// own decoding and translation, with its own errors), and runs Check on
+// that body, the params of Check's errors renamed for the client's API by
+// names (ClientError; nil keeps them). It returns the caller and Check's
+// result; on the first failure it writes the error to w and returns a nil
+// result.
+func (c *Chat) CheckRequest(w http.ResponseWriter, r *http.Request, names map[string]string,
+	read func(*auth.Principal) ([]byte, error)) (*auth.Principal, *preflight.Result) {
+	p, err := httpx.Principal(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return nil, nil
+	}
+	body, err := read(p)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return nil, nil
+	}
+	pf, err := c.Check(r, p, body)
+	if err != nil {
+		httpx.WriteError(w, r, ClientError(err, names))
+		return nil, nil
+	}
+	return p, pf
+}
+
 // ClientError returns err, an error of Check or Count, with its param
 // renamed by names, from the chat-completions field the pre-flight checks
 // name to the field of the API the client speaks

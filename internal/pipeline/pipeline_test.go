@@ -111,3 +111,51 @@ func TestNew(t *testing.T) {
 		t.Errorf("New with clock and store: Clock %v, Consents %T; want the fake clock and the store's grants", c.Clock, c.Consents)
 	}
 }
+
+// TestCheckRequest: without a principal, with a read that fails and with a
+// body the checks refuse, CheckRequest writes the error (a check's param
+// renamed for the client's API) and returns no result; otherwise it
+// returns the caller and the checked request, having written nothing.
+func TestCheckRequest(t *testing.T) {
+	c := pipeline.New(pipeline.Chat{Catalog: catalog()}, nil)
+	p := testkit.Member(&auth.Tenant{ID: "acme"})
+	names := map[string]string{"max_tokens": "max_output_tokens"}
+	body := func(b string) func(*auth.Principal) ([]byte, error) {
+		return func(got *auth.Principal) ([]byte, error) {
+			if got != p {
+				t.Errorf("read got principal %v, want the request's", got)
+			}
+			return []byte(b), nil
+		}
+	}
+	tests := []struct {
+		name      string
+		principal *auth.Principal
+		read      func(*auth.Principal) ([]byte, error)
+		want      testkit.Error // zero: checked
+	}{
+		{"no principal", nil, body(`{}`), testkit.WantError(errcat.InternalError, "")},
+		{"read fails", p, func(*auth.Principal) ([]byte, error) { return nil, errcat.New(errcat.InvalidField, "input", "bad") },
+			testkit.WantError(errcat.InvalidField, "input")},
+		{"check renamed", p, body(`{"model":"lm","messages":[{"role":"user","content":"hi"}],"max_tokens":0}`),
+			testkit.WantError(errcat.MaxTokensBelowMinimum, "max_output_tokens")},
+		{"checked", p, body(`{"model":"lm","messages":[{"role":"user","content":"hi"}],"max_tokens":10}`), testkit.Error{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := testkit.NewRequest(t, testkit.Request{Method: "POST", Target: "/", Principal: tt.principal})
+			w := httptest.NewRecorder()
+			gotP, pf := c.CheckRequest(w, r, names, tt.read)
+			if tt.want == (testkit.Error{}) {
+				if gotP != p || pf == nil || pf.Model.Alias != "lm" || w.Body.Len() != 0 {
+					t.Errorf("CheckRequest() = %v, %+v, wrote %q; want the caller and the checked request", gotP, pf, w.Body)
+				}
+				return
+			}
+			if pf != nil {
+				t.Errorf("CheckRequest() result %+v, want nil after an error", pf)
+			}
+			testkit.CheckError(t, w, tt.want)
+		})
+	}
+}

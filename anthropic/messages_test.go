@@ -71,7 +71,7 @@ func TestCreateMessageErrors(t *testing.T) {
 		{"bad base64", image(`{"type":"base64","media_type":"image/png","data":"%%%%"}`), nil, testkit.WantError(errcat.ImageBase64Invalid, "messages[].content[].source")},
 		{"not an image", image(`{"type":"base64","media_type":"image/png","data":"aGVsbG8gd29ybGQ="}`), nil, testkit.WantError(errcat.ImageDecodeError, "messages[].content[].source")},
 		{"http image", image(`{"type":"url","url":"https://example.com/cat.png"}`), nil, testkit.WantError(errcat.ImageURLNotSupported, "messages[].content[].source")},
-		{"image to a text model", strings.Replace(image(`{"type":"base64","media_type":"image/png","data":"`+onePixelPNG+`"}`), "lm-4-scout", "lm-text", 1),
+		{"image to a text model", strings.Replace(image(`{"type":"base64","media_type":"image/png","data":"`+testkit.OnePixelPNG+`"}`), "lm-4-scout", "lm-text", 1),
 			nil, testkit.WantError(errcat.ModelNotVisionCapable, "messages[].content[].source")},
 		{"server tool", msg(`,"tools":[{"type":"web_search_20250305","name":"web_search"}]`), nil, testkit.WantError(errcat.InvalidField, "tools[0].type")},
 		{"tool without schema", msg(`,"tools":[{"name":"f"}]`), nil, testkit.WantError(errcat.MissingField, "tools[0].input_schema")},
@@ -159,7 +159,7 @@ func TestToolRoundTrip(t *testing.T) {
 		t.Fatalf("second turn: %d %s", w.Code, w.Body)
 	}
 	testkit.Golden(t, "roundtrip_upstream.golden", e.up.Last(t), *update)
-	testkit.Golden(t, "roundtrip_answer.golden", indent(t, w), *update)
+	testkit.Golden(t, "roundtrip_answer.golden", testkit.Indent(t, w), *update)
 }
 
 // accumulate builds the content of the message a stream carries as the
@@ -296,7 +296,7 @@ func (flagAll) Classify(context.Context, guard.Input) (guard.Verdict, error) {
 // and before any upstream call.
 func TestContentGuardAndQuota(t *testing.T) {
 	st := memstore.New()
-	cat := testCatalog()
+	cat := testkit.ChatCatalog()
 	fc := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	acct := quota.New(quota.Config{Store: st, Clock: fc, Catalog: cat})
 	e := newEnv(func(c *anthropic.Config) { c.Classifier, c.Quota, c.Clock = flagAll{}, acct, fc })

@@ -9,9 +9,6 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// onePixelPNG is a valid 1x1 PNG, base64.
-const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-
 // TestRequestTranslation: each Messages API request becomes the
 // chat-completions request of its golden file testdata/request_<name>.golden,
 // as the upstream receives it (after the pre-flight checks: model first).
@@ -26,7 +23,7 @@ func TestRequestTranslation(t *testing.T) {
 				{"role":"assistant","content":[{"type":"text","text":"Un. "},{"type":"text","text":"Deux."}]},
 				{"role":"user","content":[{"type":"text","text":"Three?"}]}]}`},
 		{"image", `{"model":"lm-4-scout","max_tokens":64,"messages":[{"role":"user","content":[
-			{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + onePixelPNG + `"}},
+			{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + testkit.OnePixelPNG + `"}},
 			{"type":"text","text":"What is this?"}]}]}`},
 		{"tools", `{"model":"lm-4-scout","max_tokens":512,"messages":[{"role":"user","content":"Weather in Paris?"}],
 			"tools":[{"name":"get_weather","description":"Current weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}},
@@ -44,7 +41,7 @@ func TestRequestTranslation(t *testing.T) {
 			{"role":"user","content":[
 				{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny, 24°C"},
 				{"type":"tool_result","tool_use_id":"toolu_2","content":[{"type":"text","text":"station offline"},{"type":"text","text":"retry later"}],"is_error":true},
-				{"type":"tool_result","tool_use_id":"toolu_3","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + onePixelPNG + `"}}]},
+				{"type":"tool_result","tool_use_id":"toolu_3","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + testkit.OnePixelPNG + `"}}]},
 				{"type":"text","text":"Thanks, summarise."}]}],
 			"tools":[{"name":"get_weather","input_schema":{"type":"object"}},{"name":"snapshot","input_schema":{"type":"object"}}]}`},
 		{"tool_use_only", `{"model":"lm-4-scout","max_tokens":512,"messages":[
@@ -97,7 +94,7 @@ func TestAnswerTranslation(t *testing.T) {
 			if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
 				t.Fatalf("status %d, Content-Type %q: %s", w.Code, w.Header().Get("Content-Type"), w.Body)
 			}
-			testkit.Golden(t, "answer_"+tt.name+".golden", indent(t, w), *update)
+			testkit.Golden(t, "answer_"+tt.name+".golden", testkit.Indent(t, w), *update)
 		})
 	}
 }

@@ -1,15 +1,9 @@
 package responses_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,61 +11,24 @@ import (
 	"github.com/chatgw/gateway/clock"
 	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/responses"
-	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
-	"github.com/chatgw/gateway/upstream"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-func intp(n int) *int { return &n }
-
-func testCatalog() *upstream.Catalog {
-	vision := upstream.Modalities{TextIn: true, TextOut: true, ImageIn: true}
-	text := upstream.Modalities{TextIn: true, TextOut: true}
-	chain := func(providers ...string) []upstream.BackendInfo {
-		var out []upstream.BackendInfo
-		for _, p := range providers {
-			out = append(out, upstream.BackendInfo{Provider: p, RouterAlias: "scout-" + strings.ToLower(p), Status: upstream.StatusAvailable})
-		}
-		return out
-	}
-	return &upstream.Catalog{Models: []upstream.ModelInfo{
-		{Alias: "lm-4-scout", Kind: upstream.KindChat, ContextWindow: 100000, Modalities: vision, Tools: true, Backends: chain("local", "cloudA")},
-		{Alias: "lm-text", Kind: upstream.KindChat, ContextWindow: 100, Modalities: text, Backends: chain("local")},
-		{Alias: "lm-reason", Kind: upstream.KindChat, ContextWindow: 100000, Modalities: text, Backends: chain("cloudA"),
-			Constraints: upstream.Constraints{MinMaxTokens: intp(200)}},
-	}}
-}
-
-// failingStore is a Store whose writes fail while fail is set.
-type failingStore struct {
-	store.Store
-	fail atomic.Bool
-}
-
-var errDiskFull = errors.New("disk full")
-
-func (f *failingStore) Update(ctx context.Context, fn func(store.Tx) error) error {
-	if f.fail.Load() {
-		return errDiskFull
-	}
-	return f.Store.Update(ctx, fn)
-}
 
 // env is a Service over a fake upstream and an in-memory store, with ids
 // given in sequence and a fake clock.
 type env struct {
 	up  *testkit.Fake
-	st  *failingStore
+	st  *testkit.CutStore
 	svc *responses.Service
 	h   http.Handler
 }
 
 func newEnv(t *testing.T, edit ...func(*responses.Config)) *env {
 	t.Helper()
-	e := &env{up: &testkit.Fake{}, st: &failingStore{Store: memstore.New()}}
-	cfg := responses.Config{Upstream: e.up, Catalog: testCatalog(), Store: e.st,
+	e := &env{up: &testkit.Fake{}, st: &testkit.CutStore{Store: memstore.New()}}
+	cfg := responses.Config{Upstream: e.up, Catalog: testkit.ChatCatalog(), Store: e.st,
 		Clock: clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
 	for _, f := range edit {
 		f(&cfg)
@@ -122,14 +79,4 @@ func (e *env) create(t *testing.T, c call) map[string]any {
 	var out map[string]any
 	testkit.Decode(t, w, http.StatusOK, &out)
 	return out
-}
-
-// indent returns the JSON answer of w indented, for golden files.
-func indent(t *testing.T, w *httptest.ResponseRecorder) string {
-	t.Helper()
-	var out bytes.Buffer
-	if err := json.Indent(&out, bytes.TrimSpace(w.Body.Bytes()), "", "  "); err != nil {
-		t.Fatalf("answer %d %s: %v", w.Code, w.Body, err)
-	}
-	return out.String() + "\n"
 }

@@ -53,7 +53,7 @@ func TestPreviousResponseChain(t *testing.T) {
 	}
 
 	list := e.serve(t, call{method: "GET", path: "/v1/responses/" + r2["id"].(string) + "/input_items"})
-	testkit.Golden(t, "input_items.golden", indent(t, list), *update)
+	testkit.Golden(t, "input_items.golden", testkit.Indent(t, list), *update)
 	validate(t, "ResponseItemList", list.Body.String())
 }
 
@@ -255,7 +255,7 @@ func TestStoreFalse(t *testing.T) {
 // storage_error; nothing is stored.
 func TestStoreFailure(t *testing.T) {
 	e := newEnv(t)
-	e.st.fail.Store(true)
+	e.st.Cut.Store(true)
 	w := e.serve(t, call{body: `{"model":"lm-4-scout","input":"hi"}`})
 	testkit.CheckError(t, w, testkit.WantError(errcat.StorageError, ""))
 	e.up.Add(testkit.Stream(testkit.Transcript(testkit.Chunk(`{"content":"Hi"}`, "stop"))))
@@ -265,7 +265,7 @@ func TestStoreFailure(t *testing.T) {
 		!strings.Contains(evs[n-2].Data, `"status":"failed","completed_at":null`) {
 		t.Errorf("stream %s: want response.failed (not completed), then error storage_error", w.Body)
 	}
-	e.st.fail.Store(false)
+	e.st.Cut.Store(false)
 	if n := countKeys(t, e.st); n != 0 {
 		t.Errorf("%d keys stored, want none", n)
 	}

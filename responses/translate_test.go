@@ -9,9 +9,6 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// onePixelPNG is a valid 1x1 PNG, base64.
-const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-
 // TestRequestTranslation: each Responses API request becomes the
 // chat-completions request of its golden file testdata/request_<name>.golden,
 // as the upstream receives it (after the pre-flight checks), and its JSON
@@ -29,7 +26,7 @@ func TestRequestTranslation(t *testing.T) {
 			{"type":"message","role":"assistant","id":"msg_x","status":"completed","content":[{"type":"output_text","text":"Trois.","annotations":[]}]},
 			{"role":"user","content":"Four?"}]}`},
 		{"image", `{"model":"lm-4-scout","input":[{"role":"user","content":[
-			{"type":"input_image","image_url":"data:image/png;base64,` + onePixelPNG + `","detail":"low"},
+			{"type":"input_image","image_url":"data:image/png;base64,` + testkit.OnePixelPNG + `","detail":"low"},
 			{"type":"input_text","text":"What is this?"}]}]}`},
 		{"tools", `{"model":"lm-4-scout","input":"Weather in Paris?","parallel_tool_calls":false,
 			"tools":[{"type":"function","name":"get_weather","description":"Current weather","strict":true,
@@ -94,7 +91,7 @@ func TestAnswerTranslation(t *testing.T) {
 			if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
 				t.Fatalf("status %d, Content-Type %q: %s", w.Code, w.Header().Get("Content-Type"), w.Body)
 			}
-			testkit.Golden(t, "answer_"+tt.name+".golden", indent(t, w), *update)
+			testkit.Golden(t, "answer_"+tt.name+".golden", testkit.Indent(t, w), *update)
 			validate(t, "Response", w.Body.String())
 		})
 	}

@@ -1,7 +1,6 @@
 package runs_test
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -316,26 +314,3 @@ func helperCmd(t *testing.T, args ...string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// cutStore is a store a test can cut off from the Service that uses it, as
-// it is from a process that died: after cut, its writes fail.
-type cutStore struct {
-	store.Store
-	cut atomic.Bool
-}
-
-var errCut = errors.New("cut off: the process is dead")
-
-func (c *cutStore) Update(ctx context.Context, fn func(store.Tx) error) error {
-	if c.cut.Load() {
-		return errCut
-	}
-	return c.Store.Update(ctx, fn)
-}
-
-func (c *cutStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	if c.cut.Load() {
-		return errCut
-	}
-	return c.Store.Batch(ctx, fn)
-}

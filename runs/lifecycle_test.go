@@ -61,7 +61,7 @@ func TestConcurrencyLimit(t *testing.T) {
 // to show its late writes change nothing.
 func TestRestart(t *testing.T) {
 	st := testkit.MemStore(t)
-	cs := &cutStore{Store: st}
+	cs := &testkit.CutStore{Store: st}
 	first := newEnvOver(t, cs, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
 	runs.ActAsEndedProcess(first.svc)
 	running := first.create("", "alice", appRepo, "W-1")
@@ -71,7 +71,7 @@ func TestRestart(t *testing.T) {
 	first.cancel("globex", "carol", done.ID)
 	pid := commandPid(t, st, "acme", running.ID)
 
-	cs.cut.Store(true)
+	cs.Cut.Store(true)
 	second := newEnvOver(t, st, runs.Config{Command: helperCmd(t, "exit", "0")})
 	if alive(pid) {
 		t.Errorf("command of the dead process (pid %d) still runs after New", pid)
@@ -96,7 +96,7 @@ func TestRestart(t *testing.T) {
 	second.waitDone("alice", again.ID)
 
 	// The old process ends: its final write leaves the recovered state.
-	cs.cut.Store(false)
+	cs.Cut.Store(false)
 	if err := first.svc.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestRestartBolt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &cutStore{Store: db}
+	cs := &testkit.CutStore{Store: db}
 	first := newEnvOver(t, cs, runs.Config{Command: helperCmd(t, "sleep"), MaxRunning: 1})
 	runs.ActAsEndedProcess(first.svc)
 	running := first.create("", "alice", appRepo, "W-1")
@@ -140,7 +140,7 @@ func TestRestartBolt(t *testing.T) {
 		testkit.Diff(t, "runs "+when, []string{done.ID, queued.ID, running.ID}, ids(e.list(req{path: "/a1/runs", user: "alice"}))[1:])
 	}
 	pid := commandPid(t, db, "acme", running.ID)
-	cs.cut.Store(true)
+	cs.Cut.Store(true)
 	second := newEnvOver(t, db, runs.Config{Command: helperCmd(t, "exit", "0")})
 	if alive(pid) {
 		t.Errorf("command of the dead process (pid %d) still runs after New", pid)
@@ -151,7 +151,7 @@ func TestRestartBolt(t *testing.T) {
 	}
 	second.waitDone("alice", queued.ID)
 	check(second, "after the restart")
-	cs.cut.Store(false)
+	cs.Cut.Store(false)
 	if err := first.svc.Close(); err != nil {
 		t.Fatal(err)
 	}

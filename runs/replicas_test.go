@@ -104,7 +104,7 @@ func testClaimOnce(t *testing.T, stA, stB store.Store) {
 // the oldest queued run first, whatever its tenant.
 func TestQueuedRunOnOtherReplica(t *testing.T) {
 	st := testkit.MemStore(t)
-	cs := &cutStore{Store: st}
+	cs := &testkit.CutStore{Store: st}
 	clk := clock.NewFake(t0)
 	cfgA := replicaConfig(t, "sleep")
 	cfgA.MaxRunning = 1
@@ -113,7 +113,7 @@ func TestQueuedRunOnOtherReplica(t *testing.T) {
 	a.waitReady("alice", busy.ID)
 	first := a.create("globex", "carol", appRepo, "W-2")
 	second := a.create("", "alice", appRepo, "W-3")
-	cs.cut.Store(true) // a dies: its own run stays running until its lease expires
+	cs.Cut.Store(true) // a dies: its own run stays running until its lease expires
 
 	cfgB := replicaConfig(t, "sleep")
 	cfgB.MaxRunning = 1
@@ -127,7 +127,7 @@ func TestQueuedRunOnOtherReplica(t *testing.T) {
 	b.cancel("globex", "carol", first.ID) // frees b's slot: the next queued run starts
 	b.waitReady("alice", second.ID)
 	b.cancel("", "alice", second.ID)
-	cs.cut.Store(false)
+	cs.Cut.Store(false)
 	if err := a.svc.Close(); err != nil { // before b's cleanup looks for goroutines left
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestQueuedRunOnOtherReplica(t *testing.T) {
 // nothing.
 func TestDeadReplica(t *testing.T) {
 	st := testkit.MemStore(t)
-	cs := &cutStore{Store: st}
+	cs := &testkit.CutStore{Store: st}
 	clk := clock.NewFake(t0)
 	a := newEnvAt(t, cs, clk, replicaConfig(t, "sleep"))
 	b := newEnvAt(t, st, clk, replicaConfig(t, "exit", "0"))
@@ -151,7 +151,7 @@ func TestDeadReplica(t *testing.T) {
 	if err != nil || !until.Equal(t0.Add(30*time.Second)) {
 		t.Fatalf("lease until %v, %v; want %v", until, err, t0.Add(30*time.Second))
 	}
-	cs.cut.Store(true) // a dies
+	cs.Cut.Store(true) // a dies
 
 	clk.Set(until.Add(-time.Nanosecond))
 	runs.Poll(b.svc)
@@ -169,7 +169,7 @@ func TestDeadReplica(t *testing.T) {
 	}
 	b.waitDone("alice", b.create("", "alice", appRepo, "W-1").ID) // the work item is free
 
-	cs.cut.Store(false)
+	cs.Cut.Store(false)
 	if err := a.svc.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestDeadReplica(t *testing.T) {
 // cannot see it).
 func TestReplicaCutOff(t *testing.T) {
 	st := testkit.MemStore(t)
-	cs := &cutStore{Store: st}
+	cs := &testkit.CutStore{Store: st}
 	clk := clock.NewFake(t0)
 	a := newEnvAt(t, cs, clk, replicaConfig(t, "sleep"))
 	runs.ActAsOtherMachine(a.svc)
@@ -193,7 +193,7 @@ func TestReplicaCutOff(t *testing.T) {
 	a.waitReady("alice", r.ID)
 	pid := commandPid(t, st, "acme", r.ID)
 
-	cs.cut.Store(true)
+	cs.Cut.Store(true)
 	runs.Heartbeat(a.svc) // fails: the lease is not renewed
 	clk.Advance(30 * time.Second)
 	runs.Poll(b.svc)
@@ -203,7 +203,7 @@ func TestReplicaCutOff(t *testing.T) {
 	if !alive(pid) {
 		t.Fatal("b killed the command of a replica on another machine")
 	}
-	cs.cut.Store(false)
+	cs.Cut.Store(false)
 	runs.Heartbeat(a.svc)
 	waitGone(t, pid, "command of a run the replica lost")
 	a.waitDone("alice", r.ID)

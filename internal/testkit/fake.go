@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +18,21 @@ import (
 // error.
 type Answer func() (*upstream.Response, error)
 
-// JSON is the Answer of a backend's 200 JSON answer of body (JSONAnswer).
+// JSON is the Answer of a backend's 200 JSON answer of body (JSONAnswer),
+// from router alias scout-local as Stream's.
 func JSON(body string) Answer {
-	return func() (*upstream.Response, error) { return JSONAnswer(body), nil }
+	return func() (*upstream.Response, error) {
+		resp := JSONAnswer(body)
+		resp.RouterAlias = "scout-local"
+		return resp, nil
+	}
+}
+
+// Fail is the Answer of an upstream call that fails with err: an
+// *errcat.Error as the router's (upstream_error, upstream_timeout, ...), or
+// another error, which the gateway answers internal_error.
+func Fail(err error) Answer {
+	return func() (*upstream.Response, error) { return nil, err }
 }
 
 // Stream is the Answer of a backend's 200 stream of transcript, the bytes
@@ -40,15 +53,21 @@ func Transcript(data ...string) string {
 	return b.String() + "data: [DONE]\n\n"
 }
 
-// Fake is an upstream.Upstream that records the body of every call and
-// answers its n-th call with its n-th Answer (counting every call, also those
+// Fake is an upstream.Upstream that records every call and answers its
+// n-th call with its n-th Answer (counting every call, also those
 // made before the Answer was added), with the last one when it has fewer,
 // and with a JSON completion "Hello!" when it has none. It is safe for
 // concurrent use.
 type Fake struct {
 	mu      sync.Mutex
-	bodies  [][]byte
+	calls   []UpstreamCall
 	answers []Answer
+}
+
+// UpstreamCall is one call a Fake got.
+type UpstreamCall struct {
+	Ctx context.Context  // the call's context, to see it cancelled
+	Req upstream.Request // the request, its Body a copy
 }
 
 var _ upstream.Upstream = (*Fake)(nil)
@@ -60,11 +79,13 @@ func (f *Fake) Add(answers ...Answer) {
 	f.answers = append(f.answers, answers...)
 }
 
-// Do records req's body and answers as the Fake's doc says.
-func (f *Fake) Do(_ context.Context, req *upstream.Request) (*upstream.Response, error) {
+// Do records the call and answers as the Fake's doc says.
+func (f *Fake) Do(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
 	f.mu.Lock()
-	f.bodies = append(f.bodies, bytes.Clone(req.Body))
-	i := min(len(f.bodies), len(f.answers)) - 1
+	c := UpstreamCall{Ctx: ctx, Req: *req}
+	c.Req.Body = bytes.Clone(req.Body)
+	f.calls = append(f.calls, c)
+	i := min(len(f.calls), len(f.answers)) - 1
 	var a Answer
 	if i >= 0 {
 		a = f.answers[i]
@@ -80,7 +101,14 @@ func (f *Fake) Do(_ context.Context, req *upstream.Request) (*upstream.Response,
 func (f *Fake) Calls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.bodies)
+	return len(f.calls)
+}
+
+// Received returns the calls the Fake got, in order.
+func (f *Fake) Received() []UpstreamCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
 }
 
 // Last returns the body of the last call, indented and with a final line
@@ -90,12 +118,13 @@ func (f *Fake) Last(t testing.TB) string {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.bodies) == 0 {
+	if len(f.calls) == 0 {
 		return ""
 	}
+	body := f.calls[len(f.calls)-1].Req.Body
 	var out bytes.Buffer
-	if err := json.Indent(&out, f.bodies[len(f.bodies)-1], "", "  "); err != nil {
-		t.Fatalf("upstream body %s: %v", f.bodies[len(f.bodies)-1], err)
+	if err := json.Indent(&out, body, "", "  "); err != nil {
+		t.Fatalf("upstream body %s: %v", body, err)
 	}
 	return out.String() + "\n"
 }

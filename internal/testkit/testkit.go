@@ -3,10 +3,12 @@
 // hands it to a handler (with a member's principal: Member, Call), serving
 // it, decoding the JSON answer and reading values of it (Field, Data),
 // reading and checking the error envelope (ErrorOf, CheckError), comparing
-// with golden files (Golden), and parsing a server-sent event stream; the
+// with golden files (Golden, Indent), and parsing a server-sent event stream; the
 // OpenAI answers a fake upstream.Upstream gives (Chunk, Completion, SSEAnswer,
 // JSONAnswer), and Fake, an upstream.Upstream that records its calls and
-// answers them in turn (JSON, Stream, Transcript).
+// answers them in turn (JSON, Stream, Transcript, Fail); the chat families'
+// catalog (ChatCatalog, Backends) and image (OnePixelPNG); CutStore, a store
+// whose writes a test cuts off.
 //
 // It also gives a test a fresh in-memory store (MemStore).
 //
@@ -309,6 +311,17 @@ func Golden(t testing.TB, name, got string, update bool) {
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
 	}
+}
+
+// Indent returns the JSON answer w recorded, indented with a final line
+// break, for a golden file; it fails t when the answer is not JSON.
+func Indent(t testing.TB, w *httptest.ResponseRecorder) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Indent(&out, bytes.TrimSpace(w.Body.Bytes()), "", "  "); err != nil {
+		t.Fatalf("answer %d %s: %v", w.Code, w.Body, err)
+	}
+	return out.String() + "\n"
 }
 
 // Diff reports with t.Errorf when want and got differ (by cmp.Diff with

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -506,5 +507,89 @@ func TestTenantOf(t *testing.T) {
 				t.Errorf("ok = %v, want %v", ok, tc.ok)
 			}
 		})
+	}
+}
+
+// TestFakeReceived: a Fake records each call's context and request (its
+// body a copy), and a Fail answer fails the call with its error.
+func TestFakeReceived(t *testing.T) {
+	f := &testkit.Fake{}
+	down := errcat.New(errcat.UpstreamUnavailable, "", "down")
+	f.Add(testkit.JSON(`{}`), testkit.Fail(down))
+	ctx, cancel := context.WithCancel(t.Context())
+	body := []byte(`{"n":1}`)
+	resp, err := f.Do(ctx, &upstream.Request{Alias: "lm", Path: "/chat/completions", Stream: true, Body: body})
+	if err != nil || resp.RouterAlias != "scout-local" || resp.Provider != "local" {
+		t.Fatalf("first call: %+v, %v; want the JSON answer of scout-local", resp, err)
+	}
+	body[0] = '['
+	if _, err := f.Do(t.Context(), &upstream.Request{Alias: "lm"}); err != down {
+		t.Errorf("second call: %v, want the Fail answer's error", err)
+	}
+	calls := f.Received()
+	cancel()
+	if len(calls) != 2 || calls[0].Ctx.Err() == nil || calls[1].Ctx.Err() != nil {
+		t.Fatalf("Received() = %+v; want 2 calls, the first with the cancelled context", calls)
+	}
+	want := upstream.Request{Alias: "lm", Path: "/chat/completions", Stream: true, Body: []byte(`{"n":1}`)}
+	testkit.Diff(t, "first request", want, calls[0].Req)
+}
+
+// TestChatCatalog: the shared catalog's aliases, backends and floor.
+func TestChatCatalog(t *testing.T) {
+	cat := testkit.ChatCatalog()
+	var aliases []string
+	for _, m := range cat.Models {
+		aliases = append(aliases, m.Alias)
+	}
+	testkit.Diff(t, "aliases", []string{"lm-4-scout", "lm-4-scout-local", "lm-text", "lm-reason", "lm-embed"}, aliases)
+	want := []upstream.BackendInfo{{Provider: "local", RouterAlias: "scout-local", Status: upstream.StatusAvailable},
+		{Provider: "cloudA", RouterAlias: "scout-clouda", Status: upstream.StatusAvailable}}
+	testkit.Diff(t, "lm-4-scout backends", want, cat.Models[0].Backends)
+	if m := cat.Models[3]; m.Constraints.MinMaxTokens == nil || *m.Constraints.MinMaxTokens != 200 {
+		t.Errorf("lm-reason constraints %+v, want max_tokens floored to 200", m.Constraints)
+	}
+	if testkit.ChatCatalog() == cat {
+		t.Error("ChatCatalog returned the same catalog twice")
+	}
+}
+
+// TestCutStore: a cut store refuses writes without running them and
+// serves reads; once restored it writes again.
+func TestCutStore(t *testing.T) {
+	cs := &testkit.CutStore{Store: memstore.New()}
+	put := func(tx store.Tx) error { return tx.Put([]byte("b"), []byte("k"), []byte("v")) }
+	cs.Cut.Store(true)
+	if err := cs.Update(t.Context(), put); err != testkit.ErrCut {
+		t.Errorf("cut Update: %v, want ErrCut", err)
+	}
+	if err := cs.Batch(t.Context(), put); err != testkit.ErrCut {
+		t.Errorf("cut Batch: %v, want ErrCut", err)
+	}
+	if err := cs.View(t.Context(), func(store.Tx) error { return nil }); err != nil {
+		t.Errorf("cut View: %v, want reads to go on", err)
+	}
+	cs.Cut.Store(false)
+	if err := cs.Update(t.Context(), put); err != nil {
+		t.Errorf("restored Update: %v", err)
+	}
+	if err := cs.Batch(t.Context(), put); err != nil {
+		t.Errorf("restored Batch: %v", err)
+	}
+}
+
+// TestIndent: a JSON answer indented, with a final line break.
+func TestIndent(t *testing.T) {
+	w := httptest.NewRecorder()
+	w.WriteString(`{"a":[1]}` + "\n")
+	if got := testkit.Indent(t, w); got != "{\n  \"a\": [\n    1\n  ]\n}\n" {
+		t.Errorf("Indent() = %q", got)
+	}
+	rt := &recordingT{TB: t}
+	w = httptest.NewRecorder()
+	w.WriteString("not json")
+	testkit.Indent(rt, w)
+	if rt.fatal == "" {
+		t.Error("Indent of a body that is not JSON did not fail")
 	}
 }

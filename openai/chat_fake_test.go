@@ -2,7 +2,6 @@ package openai_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -17,39 +16,8 @@ import (
 	"github.com/chatgw/gateway/upstream"
 )
 
-// fakeUpstream records the calls it gets and answers with respond.
-type fakeUpstream struct {
-	mu      sync.Mutex
-	calls   []call
-	respond func(ctx context.Context, req *upstream.Request) (*upstream.Response, error)
-}
-
-type call struct {
-	ctx context.Context
-	req upstream.Request
-}
-
-var _ upstream.Upstream = (*fakeUpstream)(nil)
-
-func (f *fakeUpstream) Do(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
-	f.mu.Lock()
-	c := *req
-	c.Body = bytes.Clone(req.Body)
-	f.calls = append(f.calls, call{ctx: ctx, req: c})
-	respond := f.respond
-	f.mu.Unlock()
-	if respond == nil {
-		return answerJSON(completionJSON)(ctx, req)
-	}
-	return respond(ctx, req)
-}
-
-func (f *fakeUpstream) Calls() []call {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]call(nil), f.calls...)
-}
-
+// completionJSON is the backend's chat completion a backend() answers by
+// default: backend model scout-17b, 5 tokens of usage.
 const completionJSON = `{"id":"chatcmpl-7","object":"chat.completion","created":1700000000,"model":"scout-17b","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`
 
 // asAlias is an upstream answer as the client gets it: its "model" (the
@@ -58,22 +26,15 @@ func asAlias(answer, alias string) string {
 	return strings.Replace(answer, `"model":"scout-17b"`, `"model":"`+alias+`"`, 1)
 }
 
-func answerJSON(body string) func(context.Context, *upstream.Request) (*upstream.Response, error) {
-	return func(context.Context, *upstream.Request) (*upstream.Response, error) {
-		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(strings.NewReader(body)), Provider: "local", RouterAlias: "scout-local"}, nil
+// backend is a Fake upstream that answers every call with answers in turn
+// (the last one again when it has fewer): completionJSON without any.
+func backend(answers ...testkit.Answer) *testkit.Fake {
+	if len(answers) == 0 {
+		answers = []testkit.Answer{testkit.JSON(completionJSON)}
 	}
-}
-
-func answerSSE(transcript string) func(context.Context, *upstream.Request) (*upstream.Response, error) {
-	return func(context.Context, *upstream.Request) (*upstream.Response, error) {
-		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
-			Body: io.NopCloser(strings.NewReader(transcript)), Provider: "local", RouterAlias: "scout-local"}, nil
-	}
-}
-
-func answerErr(err error) func(context.Context, *upstream.Request) (*upstream.Response, error) {
-	return func(context.Context, *upstream.Request) (*upstream.Response, error) { return nil, err }
+	f := &testkit.Fake{}
+	f.Add(answers...)
+	return f
 }
 
 func intp(n int) *int       { return &n }
@@ -83,13 +44,12 @@ func testCatalog() *upstream.Catalog {
 	vision := upstream.Modalities{TextIn: true, TextOut: true, ImageIn: true}
 	text := upstream.Modalities{TextIn: true, TextOut: true}
 	chain := func(providers ...string) []upstream.BackendInfo {
-		var out []upstream.BackendInfo
-		for _, p := range providers {
-			b := upstream.BackendInfo{Provider: p, RouterAlias: "scout-" + strings.ToLower(p), Status: upstream.StatusAvailable, BaseURLEnv: p}
-			if p != "local" {
-				b.Pricing = strp("free tier")
+		out := testkit.Backends(providers...)
+		for i, b := range out {
+			out[i].BaseURLEnv = b.Provider // a catalog-file field that /v1/info leaves out
+			if b.Provider != "local" {
+				out[i].Pricing = strp("free tier")
 			}
-			out = append(out, b)
 		}
 		return out
 	}

@@ -22,19 +22,20 @@ import (
 // cloudB-only alias, at 2025-03-01 12:00 UTC (43200 s before the reset).
 type quotaEnv struct {
 	s     *openai.Service
-	up    *fakeUpstream
+	up    *testkit.Fake
 	clock *clock.Fake
 	quota *quota.Accountant
 	st    *memstore.Store // the quota's store
 }
 
-func newQuotaEnv() *quotaEnv {
+// newQuotaEnv answers every upstream call with answers (backend).
+func newQuotaEnv(answers ...testkit.Answer) *quotaEnv {
 	cat := testCatalog()
 	cloudB := cat.Models[1] // lm-4-scout-local's shape
 	cloudB.Alias, cloudB.Description = "lm-4-scout-cloudB", "Scout, cloudB only"
 	cloudB.Backends = []upstream.BackendInfo{{Provider: upstream.ProviderCloudB, RouterAlias: "scout-cloudb", Status: upstream.StatusAvailable}}
 	cat.Models = append(cat.Models, cloudB)
-	e := &quotaEnv{up: &fakeUpstream{}, clock: clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))}
+	e := &quotaEnv{up: backend(answers...), clock: clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))}
 	e.st = memstore.New()
 	e.quota = quota.New(quota.Config{Store: e.st, Clock: e.clock, Catalog: cat})
 	e.s = newService(e.up, func(c *openai.Config) { c.Catalog, c.Clock, c.Quota = cat, e.clock, e.quota })
@@ -81,7 +82,7 @@ func TestChatCompletionsQuotaRequestsPerDay(t *testing.T) {
 	if got := w.Header().Get("Retry-After"); got != untilMidnight {
 		t.Errorf("Retry-After = %q; want %s", got, untilMidnight)
 	}
-	if n := len(e.up.Calls()); n != 2 {
+	if n := e.up.Calls(); n != 2 {
 		t.Errorf("%d upstream calls; want 2", n)
 	}
 	// Aliases without a budget, and the next UTC day, are admitted.
@@ -101,27 +102,27 @@ func TestChatCompletionsQuotaTokensSettle(t *testing.T) {
 		"data: [DONE]\n\n"
 	tests := []struct {
 		name    string
-		respond func() *fakeUpstream
+		respond func() *testkit.Fake
 		extra   string
 		status  int
 		want    quota.Usage
 	}{
-		{"json usage", func() *fakeUpstream { return &fakeUpstream{} }, `,"max_tokens":100`, 200, quota.Usage{Requests: 1, Tokens: 5}},
-		{"stream usage chunk", func() *fakeUpstream { return &fakeUpstream{respond: answerSSE(usageStream)} },
+		{"json usage", func() *testkit.Fake { return backend() }, `,"max_tokens":100`, 200, quota.Usage{Requests: 1, Tokens: 5}},
+		{"stream usage chunk", func() *testkit.Fake { return backend(testkit.Stream(usageStream)) },
 			`,"stream":true,"stream_options":{"include_usage":true},"max_tokens":100`, 200, quota.Usage{Requests: 1, Tokens: 9}},
-		{"stream without usage charges the reservation", func() *fakeUpstream { return &fakeUpstream{respond: answerSSE(streamTranscript)} },
+		{"stream without usage charges the reservation", func() *testkit.Fake { return backend(testkit.Stream(streamTranscript)) },
 			`,"stream":true,"max_tokens":100`, 200, quota.Usage{Requests: 1, Tokens: 100 + promptHi}},
-		{"max_completion_tokens, the larger, counts", func() *fakeUpstream { return &fakeUpstream{respond: answerSSE(streamTranscript)} },
+		{"max_completion_tokens, the larger, counts", func() *testkit.Fake { return backend(testkit.Stream(streamTranscript)) },
 			`,"stream":true,"max_tokens":10,"max_completion_tokens":300`, 200, quota.Usage{Requests: 1, Tokens: 300 + promptHi}},
-		{"without max_tokens the reservation is 4096", func() *fakeUpstream { return &fakeUpstream{respond: answerSSE(streamTranscript)} },
+		{"without max_tokens the reservation is 4096", func() *testkit.Fake { return backend(testkit.Stream(streamTranscript)) },
 			`,"stream":true`, 200, quota.Usage{Requests: 1, Tokens: 4096 + promptHi}},
-		{"cut stream charges the reservation", func() *fakeUpstream {
-			return &fakeUpstream{respond: answerSSE("data: " + chunkOf(`{"index":0,"delta":{"content":"a"}}`) + "\n\n")}
+		{"cut stream charges the reservation", func() *testkit.Fake {
+			return backend(testkit.Stream("data: " + chunkOf(`{"index":0,"delta":{"content":"a"}}`) + "\n\n"))
 		}, `,"stream":true,"max_tokens":100`, 200, quota.Usage{Requests: 1, Tokens: 100 + promptHi}},
-		{"upstream failure is cancelled", func() *fakeUpstream {
-			return &fakeUpstream{respond: answerErr(errcat.New(errcat.UpstreamUnavailable, "", "down"))}
+		{"upstream failure is cancelled", func() *testkit.Fake {
+			return backend(testkit.Fail(errcat.New(errcat.UpstreamUnavailable, "", "down")))
 		}, `,"max_tokens":100`, 503, quota.Usage{Requests: 1}},
-		{"over the token budget", func() *fakeUpstream { return &fakeUpstream{} }, `,"max_tokens":20000`, 429, quota.Usage{}},
+		{"over the token budget", func() *testkit.Fake { return backend() }, `,"max_tokens":20000`, 429, quota.Usage{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +137,7 @@ func TestChatCompletionsQuotaTokensSettle(t *testing.T) {
 			if diff := cmp.Diff(tc.want, testkit.QuotaUsage(t, e.quota, "acme", alias)); diff != "" {
 				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
 			}
-			if tc.status == 429 && len(up.Calls()) != 0 {
+			if tc.status == 429 && up.Calls() != 0 {
 				t.Errorf("upstream called on a refused request")
 			}
 		})
@@ -154,15 +155,14 @@ func TestChatCompletionsQuotaStoreDown(t *testing.T) {
 	if w.Code != 500 || errcat.Code(asJSON(t, w.Body.String()).(map[string]any)["gw_code"].(string)) != errcat.StorageError {
 		t.Errorf("= %d %s; want 500 storage_error", w.Code, w.Body)
 	}
-	if n := len(e.up.Calls()); n != 0 {
+	if n := e.up.Calls(); n != 0 {
 		t.Errorf("%d upstream calls; want 0", n)
 	}
 }
 
 func TestChatCompletionsQuotaFloored(t *testing.T) {
-	e := newQuotaEnv()
+	e := newQuotaEnv(testkit.Stream(streamTranscript))
 	acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm-reason": {TokensPerDay: 10000}}}
-	e.up.respond = answerSSE(streamTranscript)
 	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-reason", `,"stream":true,"max_tokens":50`), acme, nil))
 	if w.Code != 200 || w.Header().Get("Gw-Applied") != "max_tokens_floored=200" {
 		t.Fatalf("= %d %v %s", w.Code, w.Header(), w.Body)
@@ -200,14 +200,14 @@ func TestChatCompletionsQuotaCloudB(t *testing.T) {
 	if strings.Contains(w.Body.String(), "scout-cloudb") {
 		t.Errorf("429 names the router alias: %s", w.Body)
 	}
-	if n := len(e.up.Calls()); n != 2 {
+	if n := e.up.Calls(); n != 2 {
 		t.Errorf("%d upstream calls; want 2", n)
 	}
 }
 
 // TestChatCompletionsWithoutQuota: a nil Accountant admits everything.
 func TestChatCompletionsWithoutQuota(t *testing.T) {
-	up := &fakeUpstream{}
+	up := backend()
 	s := newService(up)
 	acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm-4-scout-local": {RequestsPerDay: 1}}}
 	for range 3 {

@@ -18,10 +18,10 @@ import (
 )
 
 // pipeUpstream answers every call with a stream the test writes to.
-func pipeUpstream(body *pipeBody) *fakeUpstream {
-	return &fakeUpstream{respond: func(context.Context, *upstream.Request) (*upstream.Response, error) {
+func pipeUpstream(body *pipeBody) *testkit.Fake {
+	return backend(func() (*upstream.Response, error) {
 		return &upstream.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body}, nil
-	}}
+	})
 }
 
 const streamBody = `{"model":"lm-4-scout","stream":true,"messages":[{"role":"user","content":"x"}]}`
@@ -82,7 +82,7 @@ func TestChatCompletionsClientDisconnect(t *testing.T) {
 			t.Errorf("handler returned %v after the disconnect, want at once", d)
 		}
 		select {
-		case <-up.Calls()[0].ctx.Done():
+		case <-up.Received()[0].Ctx.Done():
 		default:
 			t.Errorf("the upstream call's context is not cancelled")
 		}
@@ -126,7 +126,7 @@ func TestChatCompletionsClientDisconnectHTTP(t *testing.T) {
 	resp.Body.Close()
 
 	select {
-	case <-up.Calls()[0].ctx.Done():
+	case <-up.Received()[0].Ctx.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream call was not cancelled after the client went away")
 	}

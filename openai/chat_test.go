@@ -78,7 +78,7 @@ func TestChatCompletionsErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			up := &fakeUpstream{}
+			up := backend()
 			s := newService(up)
 			tenant := tt.tenant
 			if tenant == nil {
@@ -95,7 +95,7 @@ func TestChatCompletionsErrors(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("status, code, param, content type mismatch (-want +got):\n%s\nbody: %s", diff, w.Body)
 			}
-			if n := len(up.Calls()); n != 0 {
+			if n := up.Calls(); n != 0 {
 				t.Errorf("upstream called %d times for a refused request", n)
 			}
 		})
@@ -103,7 +103,7 @@ func TestChatCompletionsErrors(t *testing.T) {
 }
 
 func TestChatCompletionsForwardsVerbatim(t *testing.T) {
-	up := &fakeUpstream{}
+	up := backend()
 	s := newService(up)
 	body := `{"messages":[{"role":"user","content":"hi"}],"user":"end-user-7","x_vendor":{"k":[1,2.50,null]},"model":"lm-4-scout","n":1}`
 	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
@@ -115,11 +115,11 @@ func TestChatCompletionsForwardsVerbatim(t *testing.T) {
 			t.Errorf("header %s = %q, want none", h, v)
 		}
 	}
-	calls := up.Calls()
+	calls := up.Received()
 	if len(calls) != 1 {
 		t.Fatalf("%d upstream calls, want 1", len(calls))
 	}
-	got := calls[0].req
+	got := calls[0].Req
 	want := upstream.Request{
 		Alias: "lm-4-scout", Path: "/chat/completions", RequestID: testkit.RequestID,
 		Body: []byte(`{"model":"lm-4-scout","messages":[{"role":"user","content":"hi"}],"user":"end-user-7","x_vendor":{"k":[1,2.50,null]},"n":1}`),
@@ -130,11 +130,11 @@ func TestChatCompletionsForwardsVerbatim(t *testing.T) {
 }
 
 func TestChatCompletionsFloorsMaxTokens(t *testing.T) {
-	up := &fakeUpstream{}
+	up := backend()
 	s := newService(up)
 	body := `{"model":"lm-reason","max_tokens":16,"messages":[{"role":"user","content":"think"}]}`
 	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
-	got := []string{w.Header().Get("gw-applied"), w.Header().Get("x-rust-api-applied"), string(up.Calls()[0].req.Body)}
+	got := []string{w.Header().Get("gw-applied"), w.Header().Get("x-rust-api-applied"), string(up.Received()[0].Req.Body)}
 	want := []string{"max_tokens_floored=200", "max_tokens_floored=200",
 		`{"model":"lm-reason","max_tokens":200,"messages":[{"role":"user","content":"think"}]}`}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -150,7 +150,7 @@ func TestChatCompletionsInjection(t *testing.T) {
 		return "Memory:\n- prefers metric units", nil
 	}
 	body := `{"model":"lm-4-scout","messages":[{"role":"user","content":"weather?"}]}`
-	up := &fakeUpstream{}
+	up := backend()
 	s := newService(up, func(c *openai.Config) { c.Inject = inject })
 
 	testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, http.Header{"Gw-User-Id": {"alice"}}))
@@ -159,7 +159,7 @@ func TestChatCompletionsInjection(t *testing.T) {
 	if diff := cmp.Diff([]injectCall{{"acme", "alice"}}, calls); diff != "" {
 		t.Errorf("Inject calls mismatch (-want +got):\n%s", diff)
 	}
-	got := []string{string(up.Calls()[0].req.Body), string(up.Calls()[1].req.Body)}
+	got := []string{string(up.Received()[0].Req.Body), string(up.Received()[1].Req.Body)}
 	want := []string{
 		`{"model":"lm-4-scout","messages":[{"role":"system","content":"Memory:\n- prefers metric units"},{"role":"user","content":"weather?"}]}`,
 		body,
@@ -169,20 +169,20 @@ func TestChatCompletionsInjection(t *testing.T) {
 	}
 
 	t.Run("inject failure", func(t *testing.T) {
-		up := &fakeUpstream{}
+		up := backend()
 		s := newService(up, func(c *openai.Config) {
 			c.Inject = func(context.Context, string, string) (string, error) { return "", errcat.Storage(errors.New("bolt")) }
 		})
 		w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, http.Header{"Gw-User-Id": {"alice"}}))
-		if e := decodeEnvelope(t, w); w.Code != 500 || e.Error.Code != "storage_error" || len(up.Calls()) != 0 {
-			t.Errorf("answer %d %s, %d upstream calls; want 500 storage_error and no call", w.Code, w.Body, len(up.Calls()))
+		if e := decodeEnvelope(t, w); w.Code != 500 || e.Error.Code != "storage_error" || up.Calls() != 0 {
+			t.Errorf("answer %d %s, %d upstream calls; want 500 storage_error and no call", w.Code, w.Body, up.Calls())
 		}
 	})
 }
 
 func TestChatCompletionsAttachments(t *testing.T) {
 	img := pngURI(t)
-	up := &fakeUpstream{}
+	up := backend()
 	s := newService(up)
 	body := `{"model":"lm-4-scout","messages":[{"role":"user","content":"compare these"}],"attachments":[` +
 		`{"kind":"image","url":"` + img + `"},{"kind":"document","doc_name":"plan.txt","content":"step 1\nstep 2"}]}`
@@ -192,7 +192,7 @@ func TestChatCompletionsAttachments(t *testing.T) {
 	}
 	want := `{"model":"lm-4-scout","messages":[{"role":"user","content":[{"type":"text","text":"compare these"},` +
 		`{"type":"image_url","image_url":{"url":"` + img + `"}},{"type":"text","text":"Document plan.txt:\nstep 1\nstep 2"}]}]}`
-	if diff := cmp.Diff(want, string(up.Calls()[0].req.Body)); diff != "" {
+	if diff := cmp.Diff(want, string(up.Received()[0].Req.Body)); diff != "" {
 		t.Errorf("upstream body mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -230,7 +230,7 @@ func TestChatCompletionsConsentFlow(t *testing.T) {
 		}
 	}
 	t.Run("persisted", func(t *testing.T) {
-		s := newService(&fakeUpstream{}, func(c *openai.Config) { c.Store = memstore.New() })
+		s := newService(backend(), func(c *openai.Config) { c.Store = memstore.New() })
 		run(t, s, []step{
 			{"local model needs no consent", "lm-4-scout-local", "", 200},
 			{"cloud chain without consent", "lm-4-scout", "", 409},
@@ -241,7 +241,7 @@ func TestChatCompletionsConsentFlow(t *testing.T) {
 		})
 	})
 	t.Run("no store: persist ignored", func(t *testing.T) {
-		s := newService(&fakeUpstream{})
+		s := newService(backend())
 		run(t, s, []step{
 			{"consent persisted", "lm-4-scout", hash + ";persist", 200},
 			{"not remembered", "lm-4-scout", "", 409},
@@ -269,7 +269,7 @@ func TestChatCompletionsUpstreamErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newService(&fakeUpstream{respond: answerErr(tt.err)})
+			s := newService(backend(testkit.Fail(tt.err)))
 			w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions",
 				`{"model":"lm-reason","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 			e := decodeEnvelope(t, w)
@@ -281,7 +281,7 @@ func TestChatCompletionsUpstreamErrors(t *testing.T) {
 		})
 	}
 	t.Run("unexpected error", func(t *testing.T) {
-		s := newService(&fakeUpstream{respond: answerErr(errors.New("dial tcp 10.1.2.3:443: key sk-live"))})
+		s := newService(backend(testkit.Fail(errors.New("dial tcp 10.1.2.3:443: key sk-live"))))
 		w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", `{"model":"lm-4-scout","messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 		if w.Code != 500 || strings.Contains(w.Body.String(), "sk-live") {
 			t.Errorf("answer %d %s, want a 500 internal_error without detail", w.Code, w.Body)
@@ -300,17 +300,17 @@ var streamTranscript = "data: " + chunkOf(`{"index":0,"delta":{"role":"assistant
 	"data: [DONE]\n\n"
 
 func TestChatCompletionsStream(t *testing.T) {
-	up := &fakeUpstream{respond: func(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
-		resp, _ := answerSSE(streamTranscript)(ctx, req)
+	up := backend(func() (*upstream.Response, error) {
+		resp, _ := testkit.Stream(streamTranscript)()
 		resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-cloud"
 		return resp, nil
-	}}
+	})
 	s := newService(up)
 	body := `{"model":"lm-reason","stream":true,"max_tokens":10,"messages":[{"role":"user","content":"hello"}]}`
 	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions", body, allTenants, nil))
 	testkit.Golden(t, "chat_stream.golden", w.Body.String(), *update)
 	got := []any{w.Code, w.Header().Get("Content-Type"), w.Header().Get("Cache-Control"), w.Header().Get("Gw-Applied"),
-		w.Header().Get("X-Rust-Api-Applied"), up.Calls()[0].req.Stream}
+		w.Header().Get("X-Rust-Api-Applied"), up.Received()[0].Req.Stream}
 	want := []any{200, "text/event-stream", "no-cache", "max_tokens_floored=200", "max_tokens_floored=200", true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stream answer mismatch (-want +got):\n%s", diff)
@@ -339,11 +339,11 @@ func TestChatCompletionsStream(t *testing.T) {
 }
 
 func TestChatCompletionsJSONNotice(t *testing.T) {
-	up := &fakeUpstream{respond: func(ctx context.Context, req *upstream.Request) (*upstream.Response, error) {
-		resp, _ := answerJSON(completionJSON)(ctx, req)
+	up := backend(func() (*upstream.Response, error) {
+		resp, _ := testkit.JSON(completionJSON)()
 		resp.Fallback = true
 		return resp, nil
-	}}
+	})
 	w := testkit.Record(newService(up).ChatCompletions, request("POST", "/v1/chat/completions",
 		`{"model":"lm-4-scout","messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 	if got := w.Header().Get("GW-Notice"); got != "backend_fallback" || w.Body.String() != asAlias(completionJSON, "lm-4-scout") {
@@ -353,7 +353,7 @@ func TestChatCompletionsJSONNotice(t *testing.T) {
 
 func TestChatCompletionsCutStream(t *testing.T) {
 	cut := strings.TrimSuffix(streamTranscript, "data: [DONE]\n\n")
-	s := newService(&fakeUpstream{respond: answerSSE(cut)})
+	s := newService(backend(testkit.Stream(cut)))
 	w := testkit.Record(s.ChatCompletions, request("POST", "/v1/chat/completions",
 		`{"model":"lm-4-scout","stream":true,"messages":[{"role":"user","content":"x"}]}`, allTenants, nil))
 	out := w.Body.String()

@@ -356,11 +356,7 @@ func TestUpstreamErrors(t *testing.T) {
 // and a floored max_tokens in gw-applied.
 func TestJSONNoticeAndApplied(t *testing.T) {
 	e := newEnv()
-	e.up.Add(func() (*upstream.Response, error) {
-		resp := testkit.JSONAnswer(testkit.Completion(`{"role":"assistant","content":"hi"}`, "stop"))
-		resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-cloudA"
-		return resp, nil
-	})
+	e.up.Add(testkit.Fallback(testkit.JSON(testkit.Completion(`{"role":"assistant","content":"hi"}`, "stop"))))
 	w := e.serve(t, call{body: `{"model":"lm-reason","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`})
 	if w.Code != http.StatusOK || w.Header().Get("Gw-Notice") != "backend_fallback" || w.Header().Get("Gw-Applied") != "max_tokens_floored=200" {
 		t.Errorf("answer %d, headers %v; want 200 with GW-Notice backend_fallback and gw-applied", w.Code, w.Header())

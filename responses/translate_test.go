@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/chatgw/gateway/internal/testkit"
-	"github.com/chatgw/gateway/upstream"
 )
 
 // TestRequestTranslation: each Responses API request becomes the
@@ -136,11 +135,7 @@ func TestStreamTranslation(t *testing.T) {
 			e := newEnv(t)
 			answer := testkit.Stream(tt.upstream)
 			if tt.fallback {
-				answer = func() (*upstream.Response, error) {
-					resp, err := testkit.Stream(tt.upstream)()
-					resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-cloudA"
-					return resp, err
-				}
+				answer = testkit.Fallback(answer)
 			}
 			e.up.Add(answer)
 			w := e.serve(t, call{body: req})

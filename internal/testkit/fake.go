@@ -28,6 +28,19 @@ func JSON(body string) Answer {
 	}
 }
 
+// Fallback is the Answer a as a fallback backend gives it, which the
+// gateway's backend_fallback notice names: marked Fallback, from provider
+// cloudA and router alias scout-cloudA.
+func Fallback(a Answer) Answer {
+	return func() (*upstream.Response, error) {
+		resp, err := a()
+		if resp != nil {
+			resp.Fallback, resp.Provider, resp.RouterAlias = true, "cloudA", "scout-cloudA"
+		}
+		return resp, err
+	}
+}
+
 // Fail is the Answer of an upstream call that fails with err: an
 // *errcat.Error as the router's (upstream_error, upstream_timeout, ...), or
 // another error, which the gateway answers internal_error.

@@ -3,6 +3,7 @@ package testkit_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -591,5 +592,18 @@ func TestIndent(t *testing.T) {
 	testkit.Indent(rt, w)
 	if rt.fatal == "" {
 		t.Error("Indent of a body that is not JSON did not fail")
+	}
+}
+
+// TestFallback: the answer comes from cloudA's scout-cloudA, marked as a
+// fallback; a failed answer stays failed.
+func TestFallback(t *testing.T) {
+	resp, err := testkit.Fallback(testkit.JSON(`{}`))()
+	if err != nil || !resp.Fallback || resp.Provider != "cloudA" || resp.RouterAlias != "scout-cloudA" || resp.StatusCode != 200 {
+		t.Errorf("Fallback(JSON) = %+v, %v; want a 200 of cloudA's scout-cloudA, marked as a fallback", resp, err)
+	}
+	down := errors.New("down")
+	if resp, err := testkit.Fallback(testkit.Fail(down))(); resp != nil || err != down {
+		t.Errorf("Fallback(Fail) = %+v, %v; want the failure", resp, err)
 	}
 }

@@ -103,14 +103,7 @@ func TestAudioErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newMediaEnv(t)
-			tenant := tt.tenant
-			if tenant == nil {
-				tenant = mediaTenant
-			}
-			testkit.CheckError(t, e.transcribe(t, strings.NewReader(tt.body), tt.contentType, tenant), tt.want)
-			if n := e.backend.CallCount(); n != 0 {
-				t.Errorf("upstream got %d calls, want none", n)
-			}
+			e.refused(t, e.transcribe(t, strings.NewReader(tt.body), tt.contentType, orMediaTenant(tt.tenant)), tt.want)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,21 @@ func asJSON(t *testing.T, b string) any {
 	return v
 }
 
+// checkQuota429 fails t unless w, the answer of request, is a 429 of body
+// want (JSON) with Retry-After until midnight UTC.
+func checkQuota429(t *testing.T, request string, w *httptest.ResponseRecorder, want string) {
+	t.Helper()
+	if w.Code != 429 {
+		t.Fatalf("%s = %d %s; want 429", request, w.Code, w.Body)
+	}
+	if diff := cmp.Diff(asJSON(t, want), asJSON(t, w.Body.String())); diff != "" {
+		t.Errorf("429 body mismatch (-want +got):\n%s", diff)
+	}
+	if got := w.Header().Get("Retry-After"); got != untilMidnight {
+		t.Errorf("Retry-After = %q; want %s", got, untilMidnight)
+	}
+}
+
 func TestChatCompletionsQuotaRequestsPerDay(t *testing.T) {
 	e := newQuotaEnv()
 	acme := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"lm-4-scout-local": {RequestsPerDay: 2}}}
@@ -70,18 +86,9 @@ func TestChatCompletionsQuotaRequestsPerDay(t *testing.T) {
 		}
 	}
 	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-local", `,"stream":true`), acme, nil))
-	want := `{"error":{"type":"rate_limit_error","code":"model_quota_exhausted",` +
-		`"message":"The tenant's daily budget for this model is used up; it resets at midnight UTC (see Retry-After).",` +
-		`"param":null,"doc_url":"/docs/errors#model_quota_exhausted"},"gw_code":"model_quota_exhausted"}`
-	if w.Code != 429 {
-		t.Fatalf("third request = %d %s; want 429", w.Code, w.Body)
-	}
-	if diff := cmp.Diff(asJSON(t, want), asJSON(t, w.Body.String())); diff != "" {
-		t.Errorf("429 body mismatch (-want +got):\n%s", diff)
-	}
-	if got := w.Header().Get("Retry-After"); got != untilMidnight {
-		t.Errorf("Retry-After = %q; want %s", got, untilMidnight)
-	}
+	checkQuota429(t, "third request", w, `{"error":{"type":"rate_limit_error","code":"model_quota_exhausted",`+
+		`"message":"The tenant's daily budget for this model is used up; it resets at midnight UTC (see Retry-After).",`+
+		`"param":null,"doc_url":"/docs/errors#model_quota_exhausted"},"gw_code":"model_quota_exhausted"}`)
 	if n := e.up.Calls(); n != 2 {
 		t.Errorf("%d upstream calls; want 2", n)
 	}
@@ -185,18 +192,9 @@ func TestChatCompletionsQuotaCloudB(t *testing.T) {
 		t.Fatalf("lm-reason = %d %s", w.Code, w.Body)
 	}
 	w := testkit.Record(e.s.ChatCompletions, request("POST", "/v1/chat/completions", chatBody("lm-4-scout-cloudB", `,"stream":true`), acme, nil))
-	want := `{"error":{"type":"rate_limit_error","code":"cloudB_daily_quota_exhausted",` +
-		`"message":"The daily quota of model lm-4-scout-cloudB is used up; retry with one of available_fallbacks as model, or after the reset at 00:00 UTC (see Retry-After).",` +
-		`"param":"model","doc_url":"/docs/errors#cloudB_daily_quota_exhausted"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-4-scout-local"]}`
-	if w.Code != 429 {
-		t.Fatalf("second = %d %s; want 429", w.Code, w.Body)
-	}
-	if diff := cmp.Diff(asJSON(t, want), asJSON(t, w.Body.String())); diff != "" {
-		t.Errorf("429 body mismatch (-want +got):\n%s", diff)
-	}
-	if got := w.Header().Get("Retry-After"); got != untilMidnight {
-		t.Errorf("Retry-After = %q; want %s", got, untilMidnight)
-	}
+	checkQuota429(t, "second", w, `{"error":{"type":"rate_limit_error","code":"cloudB_daily_quota_exhausted",`+
+		`"message":"The daily quota of model lm-4-scout-cloudB is used up; retry with one of available_fallbacks as model, or after the reset at 00:00 UTC (see Retry-After).",`+
+		`"param":"model","doc_url":"/docs/errors#cloudB_daily_quota_exhausted"},"gw_code":"cloudB_daily_quota_exhausted","available_fallbacks":["lm-4-scout","lm-4-scout-local"]}`)
 	if strings.Contains(w.Body.String(), "scout-cloudb") {
 		t.Errorf("429 names the router alias: %s", w.Body)
 	}

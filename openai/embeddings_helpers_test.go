@@ -57,6 +57,25 @@ func newMediaEnvWith(t *testing.T, backend *upstreamtest.Server, b upstream.Back
 // mediaTenant is a tenant that allows every alias.
 var mediaTenant = &auth.Tenant{ID: "acme"}
 
+// orMediaTenant is tenant, or mediaTenant when nil (a test case that names
+// none).
+func orMediaTenant(tenant *auth.Tenant) *auth.Tenant {
+	if tenant == nil {
+		return mediaTenant
+	}
+	return tenant
+}
+
+// refused checks that w is the error want and that no backend got a call:
+// a refused request is answered before the upstream call.
+func (e *mediaEnv) refused(t *testing.T, w *httptest.ResponseRecorder, want testkit.Error) {
+	t.Helper()
+	testkit.CheckError(t, w, want)
+	if n := e.backend.CallCount(); n != 0 {
+		t.Errorf("upstream got %d calls, want none", n)
+	}
+}
+
 // embed serves body as POST /v1/embeddings of a member of tenant.
 func (e *mediaEnv) embed(t *testing.T, body string, tenant *auth.Tenant) *httptest.ResponseRecorder {
 	t.Helper()

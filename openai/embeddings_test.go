@@ -68,15 +68,7 @@ func TestEmbeddingsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newMediaEnv(t)
-			tenant := tt.tenant
-			if tenant == nil {
-				tenant = mediaTenant
-			}
-			w := e.embed(t, tt.body, tenant)
-			testkit.CheckError(t, w, tt.want)
-			if n := e.backend.CallCount(); n != 0 {
-				t.Errorf("upstream got %d calls, want none", n)
-			}
+			e.refused(t, e.embed(t, tt.body, orMediaTenant(tt.tenant)), tt.want)
 		})
 	}
 }

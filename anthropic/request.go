@@ -190,17 +190,6 @@ type imageSource struct {
 	URL       string `json:"url"`
 }
 
-// part is a chat-completions content part: text or image_url.
-type part struct {
-	Type     string    `json:"type"`
-	Text     *string   `json:"text,omitempty"`
-	ImageURL *imageURL `json:"image_url,omitempty"`
-}
-
-type imageURL struct {
-	URL string `json:"url"`
-}
-
 // chatMessages translates messages: a user message's tool_result blocks
 // become tool messages, in order, followed by a user message of its other
 // blocks (chat completions wants the answers to an assistant's tool calls
@@ -271,15 +260,15 @@ func eachBlock(at string, blocks []json.RawMessage, f func(b block, at string) e
 func userMessages(at string, blocks []json.RawMessage) ([]json.RawMessage, error) {
 	var (
 		out   []json.RawMessage
-		parts []part
+		parts []wire.Part
 		// images of tool results, which a tool message cannot carry: they go
 		// first in the user message that follows the tool messages.
-		toolImages []part
+		toolImages []wire.Part
 	)
 	err := eachBlock(at, blocks, func(b block, at string) error {
 		switch b.Type {
 		case "text":
-			parts = append(parts, part{Type: "text", Text: b.Text})
+			parts = append(parts, wire.TextPart(b.Text))
 		case "image":
 			p, err := imagePart(at, b.Source)
 			if err != nil {
@@ -305,58 +294,41 @@ func userMessages(at string, blocks []json.RawMessage) ([]json.RawMessage, error
 	if len(parts) == 0 {
 		return out, nil
 	}
-	content, err := partsContent(parts)
-	if err != nil {
-		return nil, err
-	}
-	msg, err := wire.UserMessage(content)
+	msg, err := wire.PartsMessage(parts)
 	if err != nil {
 		return nil, errcat.Internal(err)
 	}
 	return append(out, msg), nil
 }
 
-// partsContent is the content of a user message of parts: one text part as
-// a plain string (every chat-completions server reads it), else the array.
-func partsContent(parts []part) (json.RawMessage, error) {
-	if len(parts) == 1 && parts[0].Type == "text" {
-		return json.Marshal(*parts[0].Text)
-	}
-	b, err := json.Marshal(parts)
-	if err != nil {
-		return nil, errcat.Internal(err)
-	}
-	return b, nil
-}
-
 // imagePart translates an image block's source into an image_url part: a
 // base64 source becomes a data URI, which the pre-flight checks decode as
 // they do a /v1 client's; a url source is checked as an image_url.url.
-func imagePart(at string, raw json.RawMessage) (part, error) {
+func imagePart(at string, raw json.RawMessage) (wire.Part, error) {
 	var src imageSource
 	if isNull(raw) || json.Unmarshal(raw, &src) != nil {
-		return part{}, errcat.Newf(errcat.InvalidField, at+".source", "%s.source must be an image source object.", at)
+		return wire.Part{}, errcat.Newf(errcat.InvalidField, at+".source", "%s.source must be an image source object.", at)
 	}
 	switch src.Type {
 	case "base64":
-		return part{Type: "image_url", ImageURL: &imageURL{URL: "data:" + src.MediaType + ";base64," + src.Data}}, nil
+		return wire.ImagePart("data:"+src.MediaType+";base64,"+src.Data, ""), nil
 	case "url":
-		return part{Type: "image_url", ImageURL: &imageURL{URL: src.URL}}, nil
+		return wire.ImagePart(src.URL, ""), nil
 	}
-	return part{}, errcat.Newf(errcat.InvalidField, at+".source.type",
+	return wire.Part{}, errcat.Newf(errcat.InvalidField, at+".source.type",
 		"%s.source.type must be base64 or url; file sources need Anthropic's Files API, which the gateway does not have.", at)
 }
 
 // toolResult translates a tool_result block into a tool message, and
 // returns the image parts of its content. An error result says so first in
 // the text ("Error: "), as a tool message has no is_error.
-func toolResult(at string, b block) (json.RawMessage, []part, error) {
+func toolResult(at string, b block) (json.RawMessage, []wire.Part, error) {
 	if b.ToolUseID == "" {
 		return nil, nil, errcat.Newf(errcat.MissingField, at+".tool_use_id", "%s.tool_use_id is required.", at)
 	}
 	var (
 		text   string
-		images []part
+		images []wire.Part
 	)
 	switch {
 	case isNull(b.Content):

@@ -8,18 +8,6 @@ import (
 	"github.com/chatgw/gateway/internal/wire"
 )
 
-// chatPart is a chat-completions content part: text or image_url.
-type chatPart struct {
-	Type     string        `json:"type"`
-	Text     *string       `json:"text,omitempty"`
-	ImageURL *chatImageURL `json:"image_url,omitempty"`
-}
-
-type chatImageURL struct {
-	URL    string `json:"url"`
-	Detail string `json:"detail,omitempty"`
-}
-
 // chatMessages translates items (resolved: no references) into chat
 // messages: system and developer messages become system messages, user
 // messages user messages (one text part alone as a string), an assistant
@@ -83,19 +71,21 @@ func inputMessage(it item) (json.RawMessage, error) {
 		return wire.TextMessage("system", b.String()), nil
 	}
 	if len(it.Content) == 1 && it.Content[0].Text != nil {
+		// PartsMessage's string content, without building the parts: the
+		// common message of one text.
 		return wire.TextMessage("user", *it.Content[0].Text), nil
 	}
-	parts := make([]chatPart, 0, len(it.Content))
+	parts := make([]wire.Part, 0, len(it.Content))
 	for _, p := range it.Content {
 		if p.ImageURL != nil {
-			parts = append(parts, chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: *p.ImageURL, Detail: p.Detail}})
+			parts = append(parts, wire.ImagePart(*p.ImageURL, p.Detail))
 			continue
 		}
-		parts = append(parts, chatPart{Type: "text", Text: p.Text})
+		parts = append(parts, wire.TextPart(p.Text))
 	}
-	b, err := json.Marshal(parts)
+	msg, err := wire.PartsMessage(parts)
 	if err != nil {
 		return nil, errcat.Internal(err)
 	}
-	return wire.UserMessage(b)
+	return msg, nil
 }

@@ -26,6 +26,46 @@ type ContentPart struct {
 	Text string `json:"text"`
 }
 
+// Part is an element of the content-parts array of a user message the
+// gateway builds when it translates another API's message (Anthropic's
+// blocks, the Responses API's input parts): a text part, or an image_url
+// part. Marshalled, it writes type, then text or image_url.
+type Part struct {
+	Type     string    `json:"type"`
+	Text     *string   `json:"text,omitempty"`
+	ImageURL *ImageURL `json:"image_url,omitempty"`
+}
+
+// ImageURL is the image of an image_url part: its URL (a data: URI or a
+// link, which the pre-flight checks read as a /v1 client's) and the detail
+// the client asked for, "" for none (then left out).
+type ImageURL struct {
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// TextPart returns the text part of text.
+func TextPart(text *string) Part { return Part{Type: "text", Text: text} }
+
+// ImagePart returns the image_url part of url with detail ("" for none).
+func ImagePart(url, detail string) Part {
+	return Part{Type: "image_url", ImageURL: &ImageURL{URL: url, Detail: detail}}
+}
+
+// PartsMessage returns the user message of parts: its content a plain
+// string when parts is one text part (every chat-completions server reads
+// that), else the parts array. It fails only when a part does not marshal.
+func PartsMessage(parts []Part) (json.RawMessage, error) {
+	if len(parts) == 1 && parts[0].Type == "text" && parts[0].Text != nil {
+		return TextMessage("user", *parts[0].Text), nil
+	}
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return nil, err
+	}
+	return UserMessage(b)
+}
+
 // ContentText returns a chat message's content as text: a string as it is,
 // the text parts of a content-parts array joined, "" for anything else.
 func ContentText(raw json.RawMessage) string {

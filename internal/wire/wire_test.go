@@ -201,3 +201,30 @@ func TestTokensDoesNotAllocate(t *testing.T) {
 		t.Errorf("Tokens allocates %v times", n)
 	}
 }
+
+// TestPartsMessage: one text part is a string content; other parts are the
+// array, type first, an image's detail only when given.
+func TestPartsMessage(t *testing.T) {
+	text := func(s string) *string { return &s }
+	tests := []struct {
+		parts []wire.Part
+		want  string
+	}{
+		{[]wire.Part{wire.TextPart(text("a <b>"))}, `{"role":"user","content":"a \u003cb\u003e"}`},
+		{[]wire.Part{wire.ImagePart("data:image/png;base64,AA==", "")},
+			`{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}`},
+		{[]wire.Part{wire.ImagePart("https://x/y.png", "low"), wire.TextPart(text("what?"))},
+			`{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"low"}},{"type":"text","text":"what?"}]}`},
+		{[]wire.Part{wire.TextPart(text("one")), wire.TextPart(text("two"))},
+			`{"role":"user","content":[{"type":"text","text":"one"},{"type":"text","text":"two"}]}`},
+	}
+	for _, tt := range tests {
+		got, err := wire.PartsMessage(tt.parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+			t.Errorf("PartsMessage() mismatch (-want +got):\n%s", diff)
+		}
+	}
+}

@@ -326,38 +326,9 @@ func toolResult(at string, b block) (json.RawMessage, []wire.Part, error) {
 	if b.ToolUseID == "" {
 		return nil, nil, errcat.Newf(errcat.MissingField, at+".tool_use_id", "%s.tool_use_id is required.", at)
 	}
-	var (
-		text   string
-		images []wire.Part
-	)
-	switch {
-	case isNull(b.Content):
-	case json.Unmarshal(b.Content, &text) == nil:
-	default:
-		var blocks []json.RawMessage
-		if json.Unmarshal(b.Content, &blocks) != nil {
-			return nil, nil, errcat.Newf(errcat.InvalidField, at+".content", "%s.content must be a string or an array of text and image blocks.", at)
-		}
-		var texts []string
-		err := eachBlock(at, blocks, func(inner block, at string) error {
-			switch inner.Type {
-			case "text":
-				texts = append(texts, *inner.Text)
-			case "image":
-				p, err := imagePart(at, inner.Source)
-				if err != nil {
-					return err
-				}
-				images = append(images, p)
-			default:
-				return unsupportedBlock(at, inner.Type, "text and image blocks in a tool result")
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		text = strings.Join(texts, "\n")
+	text, images, err := toolResultContent(at, b.Content)
+	if err != nil {
+		return nil, nil, err
 	}
 	if text == "" && len(images) > 0 {
 		// A tool message holds text only: say where the result went.
@@ -367,6 +338,43 @@ func toolResult(at string, b block) (json.RawMessage, []wire.Part, error) {
 		text = "Error: " + text
 	}
 	return wire.ToolMessage(b.ToolUseID, text), images, nil
+}
+
+// toolResultContent reads the content of the tool_result block at at: a
+// string, or text and image blocks, whose texts are joined with line breaks
+// and whose images are returned as image_url parts.
+func toolResultContent(at string, raw json.RawMessage) (string, []wire.Part, error) {
+	var text string
+	if isNull(raw) || json.Unmarshal(raw, &text) == nil {
+		return text, nil, nil
+	}
+	var blocks []json.RawMessage
+	if json.Unmarshal(raw, &blocks) != nil {
+		return "", nil, errcat.Newf(errcat.InvalidField, at+".content", "%s.content must be a string or an array of text and image blocks.", at)
+	}
+	var (
+		texts  []string
+		images []wire.Part
+	)
+	err := eachBlock(at, blocks, func(inner block, at string) error {
+		switch inner.Type {
+		case "text":
+			texts = append(texts, *inner.Text)
+		case "image":
+			p, err := imagePart(at, inner.Source)
+			if err != nil {
+				return err
+			}
+			images = append(images, p)
+		default:
+			return unsupportedBlock(at, inner.Type, "text and image blocks in a tool result")
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return strings.Join(texts, "\n"), images, nil
 }
 
 // assistantMessage translates the blocks of an assistant message: its text

@@ -268,7 +268,7 @@ func (g *Gateway) authenticate(r *http.Request) (*auth.Principal, error) {
 // callerToken returns the token r authenticates with: Authorization: Bearer
 // <token>, or x-api-key: <token>, which Anthropic clients send ("Anthropic
 // clients may authenticate with x-api-key: <token> instead of Authorization:
-// Bearer; the same token catalog and rules apply", DECISIONS 9.4). It is
+// Bearer; the same token catalog and rules apply", docs/contract.md 9.4). It is
 // accepted on every route, as the bearer is, so that a token works the same
 // whichever header carries it. Both headers may be sent only with the same
 // token: two tokens would leave it to the gateway to pick a principal.

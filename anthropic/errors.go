@@ -9,7 +9,7 @@ import (
 // errorObject is the error of Anthropic's error shape, with the gateway's
 // code and param added ("Errors on /v1/messages use Anthropic's error shape
 // ({"type":"error","error":{"type","message"}}) and also carry the
-// gateway's code and param inside error", DECISIONS 9.4), and the address
+// gateway's code and param inside error", docs/contract.md 9.4), and the address
 // of the code's section of the error catalog page (doc_url), as the
 // gateway's envelope has it.
 type errorObject struct {

@@ -22,8 +22,8 @@ const maxIDLen = 128
 
 // owner is whom a stored response belongs to: a tenant, and the end user
 // named by GW-User-Id ("" for a request without it): "stored responses are
-// scoped to the user when the header is present" (DECISIONS 9.4,
-// docs/contract.md#94-more-client-apis).
+// scoped to the user when the header is present"
+// (docs/contract.md#94-more-client-apis).
 type owner struct {
 	tenant, user string
 }

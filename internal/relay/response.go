@@ -204,6 +204,16 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 	)
 	mr := newModelRewriter(opts.rewriteModel())
 	events := sseread.NewReader(body, maxEventSize)
+	// The events that arrived together are flushed together, before the
+	// reader may wait for more.
+	s.batch = true
+	events.SetBeforeRead(func() {
+		mu.Lock()
+		if s.held {
+			s.Flush()
+		}
+		mu.Unlock()
+	})
 	for {
 		ev, err := events.Next()
 		if err == io.EOF {
@@ -262,6 +272,14 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		}
 	}
 
+	// From here each event is sent at once; what the loop held goes first,
+	// before the commit may take a while.
+	mu.Lock()
+	s.batch = false
+	if s.held {
+		s.Flush()
+	}
+	mu.Unlock()
 	var commitErr error
 	if done && ctx.Err() == nil && opts.Commit != nil {
 		if opts.Capture != nil {
@@ -462,6 +480,9 @@ func (ka *keepalive) fire() {
 	defer ka.mu.Unlock()
 	if !ka.finished {
 		ka.s.keepalive()
+		if ka.s.held {
+			ka.s.Flush() // the relay waits for the upstream: nothing else will
+		}
 		ka.timer.Reset(ka.interval)
 	}
 }

@@ -24,6 +24,11 @@ type SSE struct {
 	err     error
 	enc     Encoder // Options.Encoder of the relay writing this stream, or nil
 	evs     []Event // enc's events, reused from chunk to chunk
+	// batch holds each event's flush for Flush: the relay flushes once the
+	// upstream has nothing more ready, so that events that arrived together
+	// leave in one write. held says that an event waits for it.
+	batch bool
+	held  bool
 }
 
 // NewSSE returns an SSE writing to w. Headers the caller set on w before the
@@ -172,7 +177,18 @@ func (s *SSE) write(str string) {
 	}
 }
 
+// flush ends an event: it is sent at once, or held for Flush in batch mode.
 func (s *SSE) flush() error {
+	if s.batch && s.err == nil {
+		s.held = true
+		return nil
+	}
+	return s.Flush()
+}
+
+// Flush sends what was written and not sent yet.
+func (s *SSE) Flush() error {
+	s.held = false
 	if s.err != nil {
 		return s.err
 	}

@@ -5,10 +5,10 @@
 // most of the time, so what a stream's reader holds while it waits is paid
 // thousands of times. go-sse's reader (which the tests still use, as an
 // independent check of what the gateway writes) keeps a 4 KiB scanner buffer
-// per stream and allocates two strings per event. This reader starts with
-// 512 bytes, grows only for an event that does not fit (up to the limit it is
-// given) and shrinks back after it, and allocates one string per event: its
-// data.
+// per stream and allocates two strings per event. This reader waits with
+// 512 bytes, grows to 4 KiB while events come faster than it reads them and
+// for an event that does not fit (up to the limit it is given), shrinks back
+// after, and allocates one string per event: its data.
 //
 // It follows the event-stream format: lines end in CRLF, LF or CR; a line
 // starting with a colon is a comment; "data" lines are joined with "\n";
@@ -41,6 +41,9 @@ var ErrTooLarge = errors.New("sseread: event too large")
 const (
 	// minBuffer is a new Reader's buffer: a chat completion chunk fits.
 	minBuffer = 512
+	// fastBuffer is the largest buffer a Reader grows to for a stream whose
+	// events come faster than it reads them.
+	fastBuffer = 4 << 10
 	// keepBuffer is the largest buffer a Reader keeps once the event that
 	// needed it is consumed.
 	keepBuffer = 16 << 10
@@ -53,8 +56,12 @@ type Reader struct {
 	buf   []byte // buf[start:end] is read and not consumed
 	start int
 	end   int
-	err   error // the read error that ended the input, returned once buf is consumed
-	begun bool  // the byte order mark check is done
+	err   error  // the read error that ended the input, returned once buf is consumed
+	wait  func() // called before each read of r (SetBeforeRead)
+	// What the last read brought: its bytes, and whether it filled buf.
+	last     int
+	lastFull bool
+	begun    bool // the byte order mark check is done
 	// The event being read: lines from buf[start:] are parsed up to scan,
 	// which stays relative to start when buf is compacted.
 	scan            int
@@ -69,6 +76,12 @@ type Reader struct {
 func NewReader(r io.Reader, max int) *Reader {
 	return &Reader{r: r, max: max, typeAt: -1, dataAt: -1}
 }
+
+// SetBeforeRead has f called before each read of the underlying reader,
+// which may wait for the upstream's next bytes: a writer that relays events
+// can flush there, once for all the events that arrived together, instead of
+// once per event.
+func (r *Reader) SetBeforeRead(f func()) { r.wait = f }
 
 // Next returns the next event with data. Its error is io.EOF at the end of
 // input, an error wrapping ErrTooLarge for an event over the limit, or the
@@ -207,20 +220,20 @@ func (r *Reader) fill() error {
 	if r.err != nil {
 		return r.err
 	}
-	if r.start == r.end && len(r.buf) > keepBuffer {
-		r.buf = nil // an event that needed it is gone: let it go too
-	}
-	if r.buf == nil {
-		r.buf = make([]byte, minBuffer)
+	if r.start == r.end {
 		r.start, r.end = 0, 0
 	}
-	if r.end == len(r.buf) {
+	if r.end == len(r.buf) || r.end == 0 {
 		if err := r.makeRoom(); err != nil {
 			r.err = err
 			return err
 		}
 	}
+	if r.wait != nil {
+		r.wait()
+	}
 	n, err := r.r.Read(r.buf[r.end:])
+	r.last, r.lastFull = n, r.end+n == len(r.buf)
 	r.end += n
 	if !r.begun && (r.end >= 3 || err != nil) {
 		r.skipBOM()
@@ -234,20 +247,32 @@ func (r *Reader) fill() error {
 	return err
 }
 
-// makeRoom makes buf have space after end: it moves the event being read
-// to the front, or doubles buf when the event fills it, up to max.
+// makeRoom gives buf space after end, sized from what the last read said
+// of the upstream: one that filled buf says more is waiting, and a larger
+// buf then takes a burst of events in fewer reads (and the relay flushes
+// them in fewer writes); one that brought less than a small buf says the
+// stream is slow, and a slow stream, which spends its time waiting, waits
+// with a small buf. An event that fills buf doubles it, up to max; a buf
+// an outsized event needed goes once it is consumed. What is held moves to
+// the front.
 func (r *Reader) makeRoom() error {
-	if r.start > 0 {
-		r.end = copy(r.buf, r.buf[r.start:r.end])
-		r.start = 0
-		return nil
-	}
-	if len(r.buf) >= r.max {
+	size, held := len(r.buf), r.end-r.start
+	switch {
+	case size > 0 && held == size && size >= r.max:
 		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, r.max)
+	case held == 0 && (size == 0 || size > keepBuffer || size > minBuffer && r.last < minBuffer):
+		size = minBuffer
+	case held == size || r.lastFull && size < fastBuffer:
+		size = min(2*size, r.max)
 	}
-	grown := make([]byte, min(2*len(r.buf), r.max))
-	r.end = copy(grown, r.buf[:r.end])
-	r.buf = grown
+	if size == len(r.buf) {
+		r.end = copy(r.buf, r.buf[r.start:r.end])
+	} else {
+		b := make([]byte, size)
+		r.end = copy(b, r.buf[r.start:r.end])
+		r.buf = b
+	}
+	r.start = 0
 	return nil
 }
 

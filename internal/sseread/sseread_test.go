@@ -181,3 +181,51 @@ func FuzzNext(f *testing.F) {
 		}
 	})
 }
+
+// TestBeforeRead: the hook runs before every read of the underlying reader,
+// so between events that arrived in one read it does not run.
+func TestBeforeRead(t *testing.T) {
+	in := "data: a\n\ndata: b\n\ndata: c\n\n"
+	var log []string
+	rd := sseread.NewReader(iotest.HalfReader(strings.NewReader(in)), 1<<20)
+	rd.SetBeforeRead(func() { log = append(log, "read") })
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			break
+		}
+		log = append(log, ev.Data)
+	}
+	// HalfReader gives half of each buffer: 256 bytes, the whole stream, then EOF.
+	testkit.Diff(t, "reads and events", []string{"read", "a", "b", "c", "read"}, log)
+}
+
+// TestReadsFollowTheStream: a burst of events is taken in few reads (the
+// buffer grows to 4 KiB while reads fill it), and a slow stream, one event a
+// read, never grows it (no allocation but the event's data).
+func TestReadsFollowTheStream(t *testing.T) {
+	event := "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n"
+	reads := 0
+	rd := sseread.NewReader(&repeat{event: event}, 1<<20)
+	rd.SetBeforeRead(func() { reads++ })
+	const events = 1000
+	for range events {
+		if _, err := rd.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if most := events*len(event)/4096 + 4; reads > most {
+		t.Errorf("%d reads for a burst of %d events, want at most %d", reads, events, most)
+	}
+
+	slow := sseread.NewReader(&oneEach{event: event}, 1<<20)
+	slow.Next()
+	if allocs := testing.AllocsPerRun(100, func() { slow.Next() }); allocs != 1 {
+		t.Errorf("%v allocations per event of a slow stream, want 1", allocs)
+	}
+}
+
+// oneEach is a stream that brings one event per read.
+type oneEach struct{ event string }
+
+func (o *oneEach) Read(p []byte) (int, error) { return copy(p, o.event), nil }

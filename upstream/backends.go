@@ -190,13 +190,6 @@ func joinURL(base, path string) string {
 // connections per host (high concurrency to few backends), HTTP/2 when offered, a
 // bounded connect, and no response-header time-out (the first-byte time-out is
 // applied per attempt by the Router).
-//
-// An HTTP/1.1 connection keeps its read and write buffers for as long as it
-// lives, so a gateway holding thousands of streams open holds thousands of
-// each. The write buffer only gathers a request's headers (a body larger
-// than it passes through in pieces), so 1 KiB does; the read buffer is
-// halved from net/http's 4 KiB, which still takes a few stream chunks a read,
-// and a large JSON answer is read past it into the caller's buffer anyway.
 func newTransport(connect time.Duration) *http.Transport {
 	dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
 	return &http.Transport{
@@ -208,7 +201,5 @@ func newTransport(connect time.Duration) *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   connect,
 		ExpectContinueTimeout: time.Second,
-		WriteBufferSize:       1 << 10,
-		ReadBufferSize:        2 << 10,
 	}
 }

@@ -26,86 +26,133 @@ type outcome struct {
 // ctx bounded by the total time-out); a timer cancels only this attempt when the
 // response headers do not arrive within the first-byte time-out. On success the
 // attempt's context stays alive until the response body is closed.
+//
+// It calls the transport itself, not an http.Client (whose redirects the
+// Router turns off anyway: a model backend that redirects is misconfigured,
+// and its 3xx is reported), and leaves building the request and reading the
+// outcome to functions that return before or run after the round trip. The
+// round trip is the deepest point of a chat request, and its depth decides
+// the stack every streaming request keeps for as long as it streams: with
+// the client's frames and these locals it passed 8 KiB, and each open stream
+// kept a 16 KiB stack where a bare proxy keeps 8.
 func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t *target, n int) outcome {
-	start := time.Now()
-	body, err := p.body(t)
+	c := &call{ctx: ctx, total: total, req: req, t: t, n: n, start: time.Now()}
+	hreq, err := r.newAttemptRequest(c, p)
 	if err != nil {
 		return outcome{err: errcat.As(err)}
 	}
-	actx, cancel := context.WithCancel(total)
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, joinURL(t.baseURL, req.Path), body)
+	timer := time.AfterFunc(r.backends.FirstByteTimeout, c.cancel)
+	resp, err := r.rt.RoundTrip(hreq)
+	if firstByteTimedOut := !timer.Stop(); err != nil || firstByteTimedOut {
+		return r.notAnswered(c, resp, err, firstByteTimedOut)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return r.answered(c, resp)
+	}
+	return r.errorAnswer(c, resp)
+}
+
+// call is one attempt under way: what it was given, when it started, and
+// what newAttemptRequest made of it.
+type call struct {
+	ctx, total context.Context
+	req        *Request
+	t          *target
+	n          int
+	start      time.Time
+	cancel     context.CancelFunc // ends the attempt's context
+	span       trace.Span         // the attempt's client span, or nil
+}
+
+// newAttemptRequest builds c's HTTP request with the attempt's own context
+// (c.cancel ends it) and starts its span. Its error is the payload's, or
+// internal.
+func (r *Router) newAttemptRequest(c *call, p *payload) (*http.Request, error) {
+	body, err := p.body(c.t)
+	if err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithCancel(c.total)
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, joinURL(c.t.baseURL, c.req.Path), body)
 	if err != nil {
 		cancel()
-		return outcome{err: errcat.Internal(err)}
+		return nil, errcat.Internal(err)
 	}
-	r.setHeaders(hreq.Header, req, t)
-	span := r.startSpan(ctx, req, t, n, hreq.Header)
+	c.cancel = cancel
+	r.setHeaders(hreq.Header, c.req, c.t)
+	c.span = r.startSpan(c.ctx, c.req, c.t, c.n, hreq.Header)
+	return hreq, nil
+}
 
-	timer := time.AfterFunc(r.backends.FirstByteTimeout, cancel)
-	resp, err := r.client.Do(hreq)
-	firstByteTimedOut := !timer.Stop()
-	if err != nil || firstByteTimedOut {
-		if resp != nil {
-			resp.Body.Close()
-		}
-		cancel()
-		var o outcome
-		var kind string
-		var bodyErr *errcat.Error
-		cause := r.transportCause(t, err)
-		switch {
-		case ctx.Err() != nil:
-			o, kind = outcome{err: callerDone(ctx)}, OutcomeCancelled
-		case total.Err() != nil:
-			o, kind = outcome{err: timeoutError(cause)}, OutcomeTotalTimeout
-		case errors.As(err, &bodyErr): // a streamed body that is not valid (invalidMultipart)
-			o, kind = outcome{err: bodyErr}, OutcomeInvalidBody
-		case firstByteTimedOut:
-			o, kind = outcome{err: firstByteTimeout(cause), silent: true, retry: true}, OutcomeFirstByteTimeout
-		default:
-			o, kind = outcome{err: unavailable("no model backend could be reached", cause), retry: true}, OutcomeConnectError
-		}
-		r.logAttempt(ctx, req, t, n, kind, 0, start, slog.String("error", r.transportText(err)))
-		o.att, o.span = attemptOf(req, t, n, kind, 0, start), span
-		return o
+// notAnswered is the outcome of an attempt that got no response headers: a
+// transport error, or the first-byte time-out.
+func (r *Router) notAnswered(c *call, resp *http.Response, err error, firstByteTimedOut bool) outcome {
+	if resp != nil {
+		resp.Body.Close()
 	}
-
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		r.logAttempt(ctx, req, t, n, OutcomeOK, resp.StatusCode, start)
-		body := &responseBody{rc: resp.Body, ctx: ctx, total: total, cancel: cancel}
-		if r.obs != nil || span != nil {
-			// The attempt goes on while the caller reads: it is reported
-			// (and its span ended) when the body is closed.
-			body.obs, body.span, body.att = r.obs, span, attemptOf(req, t, n, OutcomeOK, resp.StatusCode, start)
-		}
-		return outcome{resp: &Response{
-			StatusCode:  resp.StatusCode,
-			Header:      resp.Header,
-			Body:        body,
-			Provider:    t.provider,
-			RouterAlias: t.routerAlias,
-			Attempt:     n,
-			Span:        span,
-		}}
+	c.cancel()
+	var o outcome
+	var kind string
+	var bodyErr *errcat.Error
+	cause := r.transportCause(c.t, err)
+	switch {
+	case c.ctx.Err() != nil:
+		o, kind = outcome{err: callerDone(c.ctx)}, OutcomeCancelled
+	case c.total.Err() != nil:
+		o, kind = outcome{err: timeoutError(cause)}, OutcomeTotalTimeout
+	case errors.As(err, &bodyErr): // a streamed body that is not valid (invalidMultipart)
+		o, kind = outcome{err: bodyErr}, OutcomeInvalidBody
+	case firstByteTimedOut:
+		o, kind = outcome{err: firstByteTimeout(cause), silent: true, retry: true}, OutcomeFirstByteTimeout
+	default:
+		o, kind = outcome{err: unavailable("no model backend could be reached", cause), retry: true}, OutcomeConnectError
 	}
+	r.logAttempt(c.ctx, c.req, c.t, c.n, kind, 0, c.start, slog.String("error", r.transportText(err)))
+	o.att, o.span = attemptOf(c.req, c.t, c.n, kind, 0, c.start), c.span
+	return o
+}
 
+// answered is the outcome of a 2xx answer: the Response, whose body keeps
+// the attempt's context alive until it is closed.
+func (r *Router) answered(c *call, resp *http.Response) outcome {
+	r.logAttempt(c.ctx, c.req, c.t, c.n, OutcomeOK, resp.StatusCode, c.start)
+	body := &responseBody{rc: resp.Body, ctx: c.ctx, total: c.total, cancel: c.cancel}
+	if r.obs != nil || c.span != nil {
+		// The attempt goes on while the caller reads: it is reported
+		// (and its span ended) when the body is closed.
+		body.obs, body.span, body.att = r.obs, c.span, attemptOf(c.req, c.t, c.n, OutcomeOK, resp.StatusCode, c.start)
+	}
+	return outcome{resp: &Response{
+		StatusCode:  resp.StatusCode,
+		Header:      resp.Header,
+		Body:        body,
+		Provider:    c.t.provider,
+		RouterAlias: c.t.routerAlias,
+		Attempt:     c.n,
+		Span:        c.span,
+	}}
+}
+
+// errorAnswer is the outcome of an answer with another status: its error,
+// read from the body within the first-byte time-out.
+func (r *Router) errorAnswer(c *call, resp *http.Response) outcome {
 	// An error body must come quickly too: bound its reading like the headers.
-	bodyTimer := time.AfterFunc(r.backends.FirstByteTimeout, cancel)
-	e, summary := r.answerError(resp, t)
+	bodyTimer := time.AfterFunc(r.backends.FirstByteTimeout, c.cancel)
+	e, summary := r.answerError(resp, c.t)
 	bodyTimer.Stop()
-	cancel()
+	c.cancel()
 	kind := OutcomeStatus
 	switch {
-	case ctx.Err() != nil:
-		e, kind = callerDone(ctx), OutcomeCancelled
-	case total.Err() != nil:
-		e, kind = timeoutError(total.Err()), OutcomeTotalTimeout
+	case c.ctx.Err() != nil:
+		e, kind = callerDone(c.ctx), OutcomeCancelled
+	case c.total.Err() != nil:
+		e, kind = timeoutError(c.total.Err()), OutcomeTotalTimeout
 	}
-	r.logAttempt(ctx, req, t, n, kind, resp.StatusCode, start, slog.String("body", summary))
+	r.logAttempt(c.ctx, c.req, c.t, c.n, kind, resp.StatusCode, c.start, slog.String("body", summary))
 	retry := kind == OutcomeStatus &&
 		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500)
 	return outcome{err: e, answered: kind == OutcomeStatus, retry: retry,
-		att: attemptOf(req, t, n, kind, resp.StatusCode, start), span: span}
+		att: attemptOf(c.req, c.t, c.n, kind, resp.StatusCode, c.start), span: c.span}
 }
 
 func (r *Router) setHeaders(h http.Header, req *Request, t *target) {

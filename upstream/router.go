@@ -26,7 +26,8 @@ type Router struct {
 	status       *Catalog // cat.WithStatus(backends), as /v1/info shows it
 	backends     Backends // with defaults applied
 	chains       map[string][]target
-	client       *http.Client
+	client       *http.Client      // probes' (its redirects turned off)
+	rt           http.RoundTripper // the client's transport, which attempts call (see attempt)
 	log          *slog.Logger
 	san          *sanitizer
 	probeTimeout time.Duration
@@ -124,6 +125,7 @@ func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
 			// A model backend that redirects is misconfigured: report its 3xx.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
+		rt:           o.transport,
 		log:          o.logger,
 		san:          newSanitizer(b),
 		probeTimeout: o.probeTimeout,

@@ -29,6 +29,8 @@ type SSE struct {
 	// leave in one write. held says that an event waits for it.
 	batch bool
 	held  bool
+	// flushed says the status and headers went out (firstFlush).
+	flushed bool
 }
 
 // NewSSE returns an SSE writing to w. Headers the caller set on w before the
@@ -192,8 +194,28 @@ func (s *SSE) Flush() error {
 	if s.err != nil {
 		return s.err
 	}
-	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	var err error
+	if s.flushed {
+		err = s.rc.Flush()
+	} else {
+		s.flushed = true
+		err = firstFlush(s.rc)
+	}
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
 		s.err = err
 	}
 	return s.err
+}
+
+// firstFlush flushes on a goroutine of its own, which lives for that call
+// alone. The first flush writes the status line and headers, and net/http's
+// header writer takes 3 KiB of stack; run at the relay's depth it would
+// double the stack of the request's goroutine, 8 to 16 KiB, and a stream
+// keeps that stack for as long as it is open (thousands of streams: tens of
+// MiB). The caller waits, so the writer is never used by two goroutines at
+// once.
+func firstFlush(rc *http.ResponseController) error {
+	done := make(chan error, 1)
+	go func() { done <- rc.Flush() }()
+	return <-done
 }

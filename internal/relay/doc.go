@@ -34,9 +34,11 @@
 // # SSE answers
 //
 // Events are read with internal/sseread (one small buffer per stream) and
-// written as they arrive, each flushed with http.ResponseController (the
-// ResponseWriter must support Flush, directly or through Unwrap). Content-Type is text/event-stream, Cache-Control
-// no-cache. Data is written byte for byte as the upstream sent it (OpenAI's
+// written as they arrive; the events one read of the upstream brought are
+// flushed together with http.ResponseController before the relay reads
+// again, so none waits on the upstream (the ResponseWriter must support
+// Flush, directly or through Unwrap). Content-Type is text/event-stream,
+// Cache-Control no-cache. Data is written byte for byte as the upstream sent it (OpenAI's
 // "data: " form), never re-marshalled; named upstream events keep their name.
 // Upstream comments are dropped. After the upstream's data: [DONE], each notice
 // is sent as

@@ -38,8 +38,9 @@
 // flushed together with http.ResponseController before the relay reads
 // again, so none waits on the upstream (the ResponseWriter must support
 // Flush, directly or through Unwrap). Content-Type is text/event-stream,
-// Cache-Control no-cache. Data is written byte for byte as the upstream sent it (OpenAI's
-// "data: " form), never re-marshalled; named upstream events keep their name.
+// Cache-Control no-cache. Data is written byte for byte as the upstream sent
+// it (OpenAI's "data: " form), never re-marshalled; named upstream events keep
+// their name.
 // Upstream comments are dropped. After the upstream's data: [DONE], each notice
 // is sent as
 //

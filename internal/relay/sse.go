@@ -12,7 +12,8 @@ import (
 )
 
 // SSE writes the gateway's SSE answer: headers on the first write, each event
-// flushed at once. Response uses it to relay upstream streams; callers that
+// flushed at once (the relay, in batch mode, flushes the events of one
+// upstream read together). Response uses it to relay upstream streams; callers that
 // produce events themselves (an agent's tool loop) may use it directly. An SSE is
 // not safe for concurrent use. After the first failed write every method returns
 // that error and writes nothing.

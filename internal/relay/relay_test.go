@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,8 @@ type recorder struct {
 	flushes int
 	flushed int // len(body) at the last flush
 	failW   bool
+	// flushers are the goroutines that flushed, in order (goroutineID).
+	flushers []string
 }
 
 func newRecorder() *recorder { return &recorder{header: http.Header{}} }
@@ -61,10 +64,20 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.body.Write(b)
 }
 func (r *recorder) Flush() {
+	g := goroutineID()
 	r.mu.Lock()
+	r.flushers = append(r.flushers, g)
 	r.flushes++
 	r.flushed = r.body.Len()
 	r.mu.Unlock()
+}
+
+// goroutineID is the calling goroutine's number, from its stack trace's
+// first line ("goroutine 7 [running]:").
+func goroutineID() string {
+	var buf [64]byte
+	line := string(buf[:runtime.Stack(buf[:], false)])
+	return strings.Fields(line)[1]
 }
 
 // Flushed is what the client would have received: the body up to the last
@@ -318,13 +331,13 @@ func TestKeepalive(t *testing.T) {
 		io.WriteString(pw, first)
 		time.Sleep(14 * time.Second)
 		synctest.Wait()
-		if got := w.String(); got != first {
-			t.Fatalf("after 14 s: %q, want only the first chunk", got)
+		if got := w.Flushed(); got != first {
+			t.Fatalf("after 14 s the client has %q, want only the first chunk", got)
 		}
 		time.Sleep(2 * time.Second) // 16 s of silence
 		synctest.Wait()
-		if got := w.String(); got != first+": keepalive\n\n" {
-			t.Fatalf("after 16 s: %q, want a keepalive", got)
+		if got := w.Flushed(); got != first+": keepalive\n\n" {
+			t.Fatalf("after 16 s the client has %q, want a keepalive", got)
 		}
 		time.Sleep(15 * time.Second)
 		synctest.Wait()
@@ -351,8 +364,8 @@ func TestKeepaliveBeforeFirstEventAndInterval(t *testing.T) {
 		}()
 		time.Sleep(1500 * time.Millisecond)
 		synctest.Wait()
-		if got := w.String(); got != ": keepalive\n\n" || w.status != 200 {
-			t.Fatalf("after 1.5 s: %d %q, want a started stream with one keepalive", w.status, got)
+		if got := w.Flushed(); got != ": keepalive\n\n" || w.status != 200 {
+			t.Fatalf("after 1.5 s the client has %d %q, want a started stream with one keepalive", w.status, got)
 		}
 		pw.Close() // ends without [DONE]: gw.error, since the stream started
 		res := <-done
@@ -621,5 +634,38 @@ func TestStreamFlushesBeforeWaiting(t *testing.T) {
 	// a+b in one flush, c in one, [DONE] in one.
 	if w.flushes != 3 {
 		t.Errorf("%d flushes, want 3: one per upstream read that brought events", w.flushes)
+	}
+}
+
+// TestStreamFirstFlushOnItsOwnGoroutine: the first flush, which writes the
+// headers, runs on a goroutine of its own (net/http's header writer would
+// otherwise double the stack every open stream keeps); later flushes run on
+// the relay's.
+func TestStreamFirstFlushOnItsOwnGoroutine(t *testing.T) {
+	w := newRecorder()
+	up := &parts{parts: []string{"data: " + chunk(`{"index":0,"delta":{"content":"a"}}`) + "\n\n", "data: [DONE]\n\n"}}
+	up.whole = slices.Clone(up.parts)
+	up.seen = func(int) {}
+	resp, _ := sseResponse(up)
+	if res := relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{}); !res.Complete {
+		t.Fatalf("Response() = %+v", res)
+	}
+	me := goroutineID()
+	if len(w.flushers) < 2 || w.flushers[0] == me || w.flushers[1] != me {
+		t.Errorf("flushed by goroutines %v, the relay's is %s; want the first elsewhere, the rest on the relay's", w.flushers, me)
+	}
+}
+
+// TestStreamFlushedBeforeCommit: what the relay held is sent before the
+// commit runs, which may take a while (a turn's fsync).
+func TestStreamFlushedBeforeCommit(t *testing.T) {
+	w := newRecorder()
+	last := "data: " + chunk(`{"index":0,"delta":{"content":"z"},"finish_reason":"stop"}`) + "\n\n"
+	resp, _ := sseResponse(strings.NewReader(last + "data: [DONE]\n\n"))
+	var atCommit string
+	res := relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{
+		Commit: func(context.Context) error { atCommit = w.Flushed(); return nil }})
+	if !res.Complete || atCommit != last {
+		t.Errorf("Response() = %+v; the client had %q when the commit ran, want the last chunk", res, atCommit)
 	}
 }

@@ -23,6 +23,23 @@ func fetch(t *testing.T, h http.HandlerFunc, path string) *http.Response {
 	return rec.Result()
 }
 
+// fetchPage fetches the HTML page at path: 200, text/html in UTF-8, and
+// nosniff, as every public page answers.
+func fetchPage(t *testing.T, h http.HandlerFunc, path string) *http.Response {
+	t.Helper()
+	res := fetch(t, h, path)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("%s: status = %d, want 200", path, res.StatusCode)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("%s: Content-Type = %q, want text/html; charset=utf-8", path, ct)
+	}
+	if got := res.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("%s: X-Content-Type-Options = %q, want nosniff", path, got)
+	}
+	return res
+}
+
 func readBody(t *testing.T, res *http.Response) []byte {
 	t.Helper()
 	b, err := io.ReadAll(res.Body)

@@ -64,16 +64,7 @@ func TestPages(t *testing.T) {
 		{"landing", d.Landing, "/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := fetch(t, tc.h, tc.path)
-			if res.StatusCode != http.StatusOK {
-				t.Fatalf("status = %d, want 200", res.StatusCode)
-			}
-			if ct := res.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
-				t.Errorf("Content-Type = %q, want text/html; charset=utf-8", ct)
-			}
-			if got := res.Header.Get("X-Content-Type-Options"); got != "nosniff" {
-				t.Errorf("X-Content-Type-Options = %q, want nosniff", got)
-			}
+			res := fetchPage(t, tc.h, tc.path)
 			page := string(readBody(t, res))
 			csp := res.Header.Get("Content-Security-Policy")
 			if csp == "" {

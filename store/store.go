@@ -105,3 +105,29 @@ type Tx interface {
 	// bucket being scanned.
 	Scan(bucket, prefix []byte, reverse bool, fn func(key, value []byte) (bool, error)) error
 }
+
+// Prefetcher is implemented by a Tx whose reads are round trips to a server
+// (store/pgstore): Prefetch sends the reads at once, in one round trip, so
+// that the Gets and Scans of them that follow are answered from memory.
+// A transaction that knows what it will read (a /c1 turn reads the tenant's
+// config, the conversation and the injected prompts, each family in turn)
+// then pays one round trip instead of one per read.
+//
+// Prefetch is a hint and changes no answer: a read that was not prefetched
+// reads as usual, a Get or forward Scan of what was prefetched returns what
+// it would have returned without it, and a Put or Delete after Prefetch
+// drops what was read ahead (later reads see the write). A failed Prefetch
+// fails the transaction, as a failed Get does (see Store). Callers test for
+// the interface (tx.(store.Prefetcher)) so that building the reads costs
+// nothing on a store whose reads are local (bbolt, memstore).
+type Prefetcher interface {
+	Prefetch(reads ...Read)
+}
+
+// Read is one read of Prefetcher.Prefetch: the value of Key in Bucket, or,
+// when Prefix is set, the first keys of Bucket that start with Key, in
+// ascending order (the beginning of a forward Scan of that prefix).
+type Read struct {
+	Bucket, Key []byte
+	Prefix      bool
+}

@@ -51,9 +51,14 @@
 // or Delete waits and goes out ahead of fn's next statement (which then sees
 // it) or with the COMMIT, and a transaction that sent nothing sends no
 // COMMIT. A read and five writes (a /c1 turn's Append) take two round trips
-// instead of eight; a View of one Get two instead of three. When fn fails the
-// transaction is rolled back; when fn panics the pool closes the connection,
-// which is still in its transaction, on release.
+// instead of eight; a View of one Get two instead of three. A Tx is a
+// store.Prefetcher: Prefetch sends reads the caller names ahead (Gets, and the
+// first page of a forward Scan) in one batch and answers them from memory
+// afterwards, until a write drops them; a /c1 turn's read transaction (tenant
+// config, conversation, injected prompts and memory) is then two round trips
+// instead of nine. When fn fails the transaction is rolled back; when fn
+// panics the pool closes the connection, which is still in its transaction,
+// on release.
 //
 // Views are SERIALIZABLE too, not REPEATABLE READ. REPEATABLE READ would
 // give a View a snapshot of committed transactions, but not always a state

@@ -50,6 +50,13 @@ func testRoundTrips(t *testing.T, c *pgtest.Cluster) {
 		{"View: a Scan", db.View, func(tx store.Tx) error {
 			return tx.Scan(b, nil, false, func(_, _ []byte) (bool, error) { return true, nil })
 		}},
+		{"View: a Prefetch of two Gets and a Scan, then those reads", db.View, func(tx store.Tx) error {
+			tx.(store.Prefetcher).Prefetch(store.Read{Bucket: b, Key: []byte("k")}, store.Read{Bucket: b, Key: []byte("x")},
+				store.Read{Bucket: b, Key: []byte("m"), Prefix: true})
+			tx.Get(b, []byte("k"))
+			tx.Get(b, []byte("x"))
+			return tx.Scan(b, []byte("m"), false, func(_, _ []byte) (bool, error) { return true, nil })
+		}},
 		{"Update: a Get then five writes (an Append)", db.Update, func(tx store.Tx) error {
 			tx.Get(b, []byte("k"))
 			for _, k := range []string{"m1", "m2", "i1", "i2"} {
@@ -78,9 +85,10 @@ func testRoundTrips(t *testing.T, c *pgtest.Cluster) {
 		"View: one Get":  2, // BEGIN with the Get, COMMIT
 		"View: two Gets": 3,
 		"View: a Scan":   2,
-		"Update: a Get then five writes (an Append)": 2, // BEGIN with the Get; the writes with COMMIT
-		"Update: writes only":                        1, // BEGIN, the writes and COMMIT at once
-		"Update: nothing":                            0,
+		"View: a Prefetch of two Gets and a Scan, then those reads": 2, // BEGIN with the three reads, COMMIT
+		"Update: a Get then five writes (an Append)":                2, // BEGIN with the Get; the writes with COMMIT
+		"Update: writes only":                                       1, // BEGIN, the writes and COMMIT at once
+		"Update: nothing":                                           0,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("round trips per transaction (-want +got):\n%s", diff)

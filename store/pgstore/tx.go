@@ -68,10 +68,20 @@ type tx struct {
 	begin    string // the BEGIN statement, sent with the first statement
 	begun    bool   // BEGIN was sent: the connection may be in a transaction
 	readOnly bool
-	writes   []write // writes not sent yet, in order
-	err      error   // the first failure of a statement
-	connLost bool    // err came with the connection's end
+	writes   []write   // writes not sent yet, in order
+	ahead    []fetched // what Prefetch read; dropped by a write
+	err      error     // the first failure of a statement
+	connLost bool      // err came with the connection's end
 	ended    bool
+}
+
+// fetched is one read of Prefetch and its answer: a Get's value (nil when
+// absent), or the first page of a forward Scan of a prefix.
+type fetched struct {
+	read  store.Read
+	value []byte
+	rows  []row
+	full  bool // the page may not hold the prefix's last row
 }
 
 // write is a Put (value non-nil) or a Delete waiting to be sent; it holds
@@ -133,26 +143,77 @@ func (t *tx) Get(bucket, key []byte) []byte {
 	if t.err != nil || !storable(bucket, key) {
 		return nil
 	}
+	if f := t.lookAhead(bucket, key, false); f != nil {
+		return f.value
+	}
 	var v []byte
-	found := false
-	err := t.send(func(b *pgx.Batch) {
-		b.Queue(sqlGet, bucket, key).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&v)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			found = err == nil
-			return err
-		})
-	})
-	if err != nil {
+	if err := t.send(func(b *pgx.Batch) { queueGet(b, bucket, key, &v) }); err != nil {
 		t.fail("Get", err)
 		return nil
 	}
-	if found && v == nil {
-		v = []byte{} // a stored empty value is not an absent key
-	}
 	return v
+}
+
+// queueGet queues the read of key into *v: nil when the key is absent, a
+// non-nil empty slice for a stored empty value.
+func queueGet(b *pgx.Batch, bucket, key []byte, v *[]byte) {
+	b.Queue(sqlGet, bucket, key).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(v)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil
+		case err == nil && *v == nil:
+			*v = []byte{} // a stored empty value is not an absent key
+		}
+		return err
+	})
+}
+
+// Prefetch sends reads in one batch (with the waiting writes) and keeps the
+// answers for the Gets and forward Scans that ask for them (store.Prefetcher).
+func (t *tx) Prefetch(reads ...store.Read) {
+	t.check()
+	if t.err != nil {
+		return
+	}
+	ahead := make([]fetched, 0, len(reads))
+	for _, r := range reads {
+		if storable(r.Bucket, r.Key) {
+			ahead = append(ahead, fetched{read: r})
+		}
+	}
+	err := t.send(func(b *pgx.Batch) {
+		for i := range ahead {
+			f := &ahead[i]
+			if !f.read.Prefix {
+				queueGet(b, f.read.Bucket, f.read.Key, &f.value)
+				continue
+			}
+			sql, args := pageQuery(f.read.Bucket, f.read.Key, store.PrefixEnd(f.read.Key), false, firstPage)
+			b.Queue(sql, args...).Query(func(q pgx.Rows) (err error) {
+				f.rows, f.full, err = readPage(q)
+				f.full = f.full || len(f.rows) == firstPage
+				return err
+			})
+		}
+	})
+	if err != nil {
+		t.fail("Prefetch", err)
+		return
+	}
+	t.ahead = ahead
+}
+
+// lookAhead returns what Prefetch read of key in bucket (a prefix when
+// prefix is set), or nil when it did not read it.
+func (t *tx) lookAhead(bucket, key []byte, prefix bool) *fetched {
+	for i := range t.ahead {
+		f := &t.ahead[i]
+		if f.read.Prefix == prefix && bytes.Equal(f.read.Key, key) && bytes.Equal(f.read.Bucket, bucket) {
+			return f
+		}
+	}
+	return nil
 }
 
 func (t *tx) Put(bucket, key, value []byte) error {
@@ -167,6 +228,7 @@ func (t *tx) Put(bucket, key, value []byte) error {
 		return t.err
 	}
 	t.writes = append(t.writes, write{bytes.Clone(bucket), bytes.Clone(key), append([]byte{}, value...)})
+	t.ahead = nil
 	return nil
 }
 
@@ -182,6 +244,7 @@ func (t *tx) Delete(bucket, key []byte) error {
 		return nil
 	}
 	t.writes = append(t.writes, write{bucket: bytes.Clone(bucket), key: bytes.Clone(key)})
+	t.ahead = nil
 	return nil
 }
 
@@ -197,9 +260,17 @@ func (t *tx) Scan(bucket, prefix []byte, reverse bool, fn func(key, value []byte
 	// nil: a nil argument is SQL's NULL, which matches nothing.
 	lo, hi := append([]byte{}, prefix...), store.PrefixEnd(prefix)
 	limit := firstPage
+	var f *fetched
+	if !reverse {
+		f = t.lookAhead(bucket, prefix, true)
+	}
 	for {
-		rows, full, err := t.page(bucket, lo, hi, reverse, limit)
-		if err != nil {
+		var rows []row
+		var full bool
+		var err error
+		if f != nil {
+			rows, full, f = f.rows, f.full, nil // the first page was read ahead
+		} else if rows, full, err = t.page(bucket, lo, hi, reverse, limit); err != nil {
 			return t.fail("Scan", err)
 		}
 		for _, r := range rows {
@@ -231,15 +302,7 @@ type row struct{ key, value []byte }
 // in key order or reversed. full reports that the page may not hold the
 // range's last row: it has limit rows, or reading stopped at pageBytes.
 func (t *tx) page(bucket, lo, hi []byte, reverse bool, limit int) (rows []row, full bool, err error) {
-	sql, args := sqlScanRange, []any{bucket, lo, hi, limit}
-	switch {
-	case hi != nil && reverse:
-		sql = sqlScanRangeRev
-	case hi == nil && !reverse:
-		sql, args = sqlScanFrom, []any{bucket, lo, limit}
-	case hi == nil:
-		sql, args = sqlScanFromRev, []any{bucket, lo, limit}
-	}
+	sql, args := pageQuery(bucket, lo, hi, reverse, limit)
 	err = t.send(func(b *pgx.Batch) {
 		b.Queue(sql, args...).Query(func(q pgx.Rows) error {
 			rows, full, err = readPage(q)
@@ -250,6 +313,20 @@ func (t *tx) page(bucket, lo, hi []byte, reverse bool, limit int) (rows []row, f
 		return nil, false, err
 	}
 	return rows, full || len(rows) == limit, nil
+}
+
+// pageQuery is the statement of a page: up to limit rows of bucket in [lo,
+// hi) (no end when hi is nil), in key order or reversed.
+func pageQuery(bucket, lo, hi []byte, reverse bool, limit int) (string, []any) {
+	switch {
+	case hi != nil && reverse:
+		return sqlScanRangeRev, []any{bucket, lo, hi, limit}
+	case hi != nil:
+		return sqlScanRange, []any{bucket, lo, hi, limit}
+	case reverse:
+		return sqlScanFromRev, []any{bucket, lo, limit}
+	}
+	return sqlScanFrom, []any{bucket, lo, limit}
 }
 
 // readPage reads a page's rows, stopping once they hold pageBytes of keys and

@@ -64,6 +64,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConcurrentBatch", testConcurrentBatch},
 		{"ConcurrentBatchWithFailures", testConcurrentBatchWithFailures},
 		{"SnapshotReads", testSnapshotReads},
+		{"Prefetch", testPrefetch},
+		{"PrefetchAndWrites", testPrefetchAndWrites},
 		{"CanceledContext", testCanceledContext},
 		{"Close", testClose},
 		{"CloseWhileBusy", testCloseWhileBusy},

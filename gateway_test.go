@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/conversation"
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/upstream"
@@ -349,6 +351,50 @@ func TestIndexNegotiates(t *testing.T) {
 			if !strings.Contains(string(body), l) {
 				t.Errorf("Accept %s: the answer lacks %s", tc.accept, l)
 			}
+		}
+	}
+}
+
+// TestC1ReadsAhead checks that a /c1 turn names its reads ahead: on a store
+// that reads ahead (pgstore) every read of its read transaction then comes
+// in one round trip, but for those that depend on what was read (a stored
+// prompt's current version, the entries of a memory bucket that has some).
+func TestC1ReadsAhead(t *testing.T) {
+	ra := &testkit.ReadAhead{Store: memstore.New()}
+	e := newEnv(t, gateway.WithStore(ra))
+	turn := call{method: "POST", path: "/c1/chat", token: "member", user: "u1", body: `{"message":"hi","stream":false,"conversation_id":"c1"}`}
+	steps := []struct {
+		name   string
+		before []call
+		want   []string
+	}{
+		{name: "a new conversation"},
+		{name: "a continued conversation"},
+		{name: "with a tenant prompt and a memory entry", before: []call{
+			{method: "PUT", path: "/v1/system-prompts/tenant", token: "admin", user: "u1", body: `{"content":"Be kind."}`},
+			{method: "POST", path: "/v1/memory", token: "member", user: "u1", body: `{"key":"name","value":"Alice","visibility":"private"}`},
+		}, want: []string{"get mem/prompts", "scan mem/entries"}},
+	}
+	for _, s := range steps {
+		for _, c := range s.before {
+			if resp, b := e.do(t, c); resp.StatusCode != 200 {
+				t.Fatalf("%s %s: %d %s", c.method, c.path, resp.StatusCode, b)
+			}
+		}
+		ra.Missed()
+		if resp, b := e.do(t, turn); resp.StatusCode != 200 {
+			t.Fatalf("%s: /c1/chat: %d %s", s.name, resp.StatusCode, b)
+		}
+		var got []string
+		for _, m := range ra.Missed() {
+			op, bucket, _ := strings.Cut(m, " ")
+			bucket, _, _ = strings.Cut(bucket, " ")
+			got = append(got, op+" "+bucket)
+		}
+		slices.Sort(got)
+		got = slices.Compact(got) // memstore runs a View's fn twice
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("%s: reads not named ahead (-want +got):\n%s", s.name, diff)
 		}
 	}
 }

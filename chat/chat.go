@@ -28,6 +28,9 @@ type History interface {
 	// returns an *errcat.Error conversation_not_found; a store failure an
 	// *errcat.Error storage_error.
 	LoadTx(tx store.Tx, tenant, user, id string) ([]json.RawMessage, error)
+	// AppendReads appends to dst the reads LoadTx makes of conversation id
+	// of tenant, for a store that reads ahead (store.Prefetcher).
+	AppendReads(dst []store.Read, tenant, id string) []store.Read
 	// Append stores msgs at the end of the conversation in one durable
 	// transaction, creating it for user when it does not exist, in which case a
 	// non-empty systemPrompt is stored first; systemPrompt is ignored for an
@@ -61,6 +64,10 @@ type Config struct {
 	// transaction of Store (with the tenant config and the history). Nil
 	// injects nothing.
 	Inject func(tx store.Tx, tenantID, userID string) (string, error)
+	// InjectReads appends to dst the first reads Inject makes, which a store
+	// that reads ahead (store.Prefetcher) fetches with the turn's other
+	// reads, in one round trip. Nil means Inject's reads go one by one.
+	InjectReads func(dst []store.Read, tenantID, userID string) []store.Read
 	// Quota keeps the tenants' daily per-model budgets (model_quota_exhausted,
 	// cloudB_daily_quota_exhausted); share one Accountant with /v1 so that both
 	// endpoints count against the same budget. Nil means no quotas.
@@ -87,6 +94,7 @@ type Service struct {
 	log       *slog.Logger
 	consents  preflight.Consents
 	inject    func(tx store.Tx, tenantID, userID string) (string, error)
+	injectRds func(dst []store.Read, tenantID, userID string) []store.Read
 	keepalive time.Duration
 	quota     *quota.Accountant
 	maxBytes  int64
@@ -103,6 +111,7 @@ func New(cfg Config) *Service {
 		clock:     cfg.Clock,
 		log:       cfg.Logger,
 		inject:    cfg.Inject,
+		injectRds: cfg.InjectReads,
 		keepalive: cfg.Keepalive,
 		quota:     cfg.Quota,
 		maxBytes:  cfg.MaxResponseBytes,

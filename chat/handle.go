@@ -210,11 +210,15 @@ type stored struct {
 }
 
 // read reads the tenant's config, the conversation's history and the
-// injected prompts and memory in one read transaction: one round trip on a
-// database server, and a consistent view of the three.
+// injected prompts and memory in one read transaction, a consistent view of
+// the three; on a store that reads ahead (store.Prefetcher) their reads go
+// out together, in one round trip to a database server.
 func (s *Service) read(ctx context.Context, t *turn) (stored, error) {
 	var st stored
 	err := s.store.View(ctx, func(tx store.Tx) error {
+		if pf, ok := tx.(store.Prefetcher); ok {
+			pf.Prefetch(s.reads(t)...)
+		}
 		var err error
 		if st.cfg, err = tenantconfig.LoadTx(tx, t.principal.Tenant); err != nil {
 			return errcat.Storage(fmt.Errorf("chat: tenant config: %w", err))
@@ -231,6 +235,18 @@ func (s *Service) read(ctx context.Context, t *turn) (stored, error) {
 		return nil
 	})
 	return st, errcat.FromStore(err)
+}
+
+// reads are the first reads of read's transaction, which do not depend on
+// one another: a store that reads ahead fetches them in one round trip.
+func (s *Service) reads(t *turn) []store.Read {
+	r := make([]store.Read, 0, 8)
+	r = tenantconfig.AppendReads(r, t.principal.Tenant)
+	r = s.history.AppendReads(r, t.tenant, t.id)
+	if s.inject != nil && s.injectRds != nil {
+		r = s.injectRds(r, t.tenant, t.user)
+	}
+	return r
 }
 
 func nonNull(raw json.RawMessage) json.RawMessage {

@@ -133,6 +133,14 @@ func (r *Repository) LoadTx(tx store.Tx, tenant, user, id string) ([]json.RawMes
 	return msgs, nil
 }
 
+// AppendReads appends to dst the reads of LoadTx for conversation id of
+// tenant (its meta record and its messages), for a caller that prefetches
+// its read transaction (store.Prefetcher).
+func (r *Repository) AppendReads(dst []store.Read, tenant, id string) []store.Read {
+	p := convPrefix(tenant, id)
+	return append(dst, store.Read{Bucket: bucketMeta, Key: p}, store.Read{Bucket: bucketMsg, Key: p, Prefix: true})
+}
+
 // scanMessages copies the messages of the conversation whose prefix is p (n
 // of them expected) out of the transaction: into one buffer, which the
 // returned messages share (their capacity ends where they do, so appending to

@@ -38,14 +38,8 @@ func (s *Service) SystemContext(ctx context.Context, tenantID, userID string) (s
 func (s *Service) SystemContextTx(tx store.Tx, tenantID, userID string) (string, error) {
 	var prompts []string
 	var mem []Entry
+	refs, buckets := contextSources(tenantID, userID)
 	err := func() error {
-		refs := []promptRef{
-			{tenant: tenantID, level: LevelTenant},
-			{tenant: tenantID, level: LevelScope, subject: DefaultScope},
-		}
-		if userID != "" {
-			refs = append(refs, promptRef{tenant: tenantID, level: LevelUser, subject: userID})
-		}
 		for _, p := range refs {
 			c, err := currentContent(tx, p)
 			if err != nil {
@@ -55,14 +49,13 @@ func (s *Service) SystemContextTx(tx store.Tx, tenantID, userID string) (string,
 				prompts = append(prompts, c)
 			}
 		}
-		var err error
-		if userID != "" {
-			if mem, err = scanEntries(tx, newBucketKey(tenantID, DefaultScope, Private, userID), mem); err != nil {
+		for _, b := range buckets {
+			var err error
+			if mem, err = scanEntries(tx, b, mem); err != nil {
 				return err
 			}
 		}
-		mem, err = scanEntries(tx, newBucketKey(tenantID, DefaultScope, Public, userID), mem)
-		return err
+		return nil
 	}()
 	if err != nil {
 		return "", errcat.FromStore(err)
@@ -71,6 +64,38 @@ func (s *Service) SystemContextTx(tx store.Tx, tenantID, userID string) (string,
 		prompts = append(prompts, memoryList(mem))
 	}
 	return strings.Join(prompts, "\n\n"), nil
+}
+
+// AppendContextReads appends to dst the first reads of SystemContextTx (the
+// prompt heads and the memory buckets' usage records), for a caller that
+// prefetches its read transaction (store.Prefetcher). What they lead to (a
+// prompt's current version, a bucket's entries) is read when found.
+func (s *Service) AppendContextReads(dst []store.Read, tenantID, userID string) []store.Read {
+	refs, buckets := contextSources(tenantID, userID)
+	for _, p := range refs {
+		dst = append(dst, store.Read{Bucket: bucketPromptHeads, Key: p.prefix()})
+	}
+	for _, b := range buckets {
+		dst = append(dst, store.Read{Bucket: bucketUsage, Key: b.prefix()})
+	}
+	return dst
+}
+
+// contextSources are the prompt levels and memory buckets of the system
+// context of userID in tenantID, in their order in the text: the tenant,
+// scope and user prompts, then the private and public memory of the
+// default scope. userID "" has neither a user prompt nor private memory.
+func contextSources(tenantID, userID string) ([]promptRef, []bucketKey) {
+	refs := []promptRef{
+		{tenant: tenantID, level: LevelTenant},
+		{tenant: tenantID, level: LevelScope, subject: DefaultScope},
+	}
+	var buckets []bucketKey
+	if userID != "" {
+		refs = append(refs, promptRef{tenant: tenantID, level: LevelUser, subject: userID})
+		buckets = append(buckets, newBucketKey(tenantID, DefaultScope, Private, userID))
+	}
+	return refs, append(buckets, newBucketKey(tenantID, DefaultScope, Public, userID))
 }
 
 // memoryList renders entries as "Memory:" then one "- key: value" line each;

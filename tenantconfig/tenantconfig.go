@@ -200,3 +200,12 @@ func LoadTx(tx store.Tx, t *auth.Tenant) (Config, error) {
 	}
 	return effective(t, rec), nil
 }
+
+// AppendReads appends to dst the read of LoadTx for tenant t (its record),
+// for a caller that prefetches its read transaction (store.Prefetcher).
+func AppendReads(dst []store.Read, t *auth.Tenant) []store.Read {
+	if t == nil {
+		return dst
+	}
+	return append(dst, store.Read{Bucket: bucket, Key: []byte(t.ID)})
+}

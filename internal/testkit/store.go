@@ -1,8 +1,11 @@
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/chatgw/gateway/store"
@@ -33,4 +36,92 @@ func (c *CutStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
 		return ErrCut
 	}
 	return c.Store.Batch(ctx, fn)
+}
+
+// ReadAhead is a store.Store whose transactions implement store.Prefetcher
+// over a store whose own do not (memstore, bbolt), and which records, in the
+// transactions that called Prefetch, the reads Prefetch was not given: a
+// test of code that prefetches checks with Missed that none of its reads
+// would cost a round trip of their own on a store that reads ahead.
+type ReadAhead struct {
+	store.Store
+	mu     sync.Mutex
+	missed []string
+}
+
+// Missed returns the reads made after a Prefetch of their transaction that
+// it did not name (and that no write came between), as "get|scan bucket
+// key" in the order they were made; and forgets them.
+func (r *ReadAhead) Missed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.missed
+	r.missed = nil
+	return m
+}
+
+// View runs Store.View with a transaction that reads ahead.
+func (r *ReadAhead) View(ctx context.Context, fn func(store.Tx) error) error {
+	return r.Store.View(ctx, func(tx store.Tx) error { return fn(&aheadTx{Tx: tx, r: r}) })
+}
+
+// Update runs Store.Update with a transaction that reads ahead.
+func (r *ReadAhead) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return r.Store.Update(ctx, func(tx store.Tx) error { return fn(&aheadTx{Tx: tx, r: r}) })
+}
+
+// Batch runs Store.Batch with a transaction that reads ahead.
+func (r *ReadAhead) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	return r.Store.Batch(ctx, func(tx store.Tx) error { return fn(&aheadTx{Tx: tx, r: r}) })
+}
+
+// aheadTx is a Tx of ReadAhead: reads stay the wrapped Tx's; Prefetch only
+// notes what it was given, until a write, as pgstore keeps what it read.
+type aheadTx struct {
+	store.Tx
+	r          *ReadAhead
+	prefetched bool
+	ahead      []store.Read
+}
+
+func (t *aheadTx) Prefetch(reads ...store.Read) {
+	t.prefetched = true
+	t.ahead = append(t.ahead[:0], reads...)
+}
+
+func (t *aheadTx) Get(bucket, key []byte) []byte {
+	t.check("get", bucket, key, false)
+	return t.Tx.Get(bucket, key)
+}
+
+func (t *aheadTx) Scan(bucket, prefix []byte, reverse bool, fn func(key, value []byte) (bool, error)) error {
+	t.check("scan", bucket, prefix, !reverse)
+	return t.Tx.Scan(bucket, prefix, reverse, fn)
+}
+
+func (t *aheadTx) Put(bucket, key, value []byte) error {
+	t.ahead = nil
+	return t.Tx.Put(bucket, key, value)
+}
+
+func (t *aheadTx) Delete(bucket, key []byte) error {
+	t.ahead = nil
+	return t.Tx.Delete(bucket, key)
+}
+
+// check records a read that a Prefetch of its transaction did not name; a
+// Prefix read answers forward Scans of that prefix only.
+func (t *aheadTx) check(op string, bucket, key []byte, forward bool) {
+	if !t.prefetched {
+		return
+	}
+	prefix := op == "scan"
+	for _, a := range t.ahead {
+		if a.Prefix == prefix && (forward || !prefix) && bytes.Equal(a.Bucket, bucket) && bytes.Equal(a.Key, key) {
+			return
+		}
+	}
+	t.r.mu.Lock()
+	t.r.missed = append(t.r.missed, fmt.Sprintf("%s %s %q", op, bucket, key))
+	t.r.mu.Unlock()
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ScanManyKeys", testScanManyKeys},
 		{"ScanStopsEarly", testScanStopsEarly},
 		{"ReadsSeeOwnWrites", testReadsSeeOwnWrites},
+		{"RepeatedWrites", testRepeatedWrites},
 		{"ErrorRollsBack", testErrorRollsBack},
 		{"ErrorReturnedUnchanged", testErrorReturnedUnchanged},
 		{"WriteInViewFails", testWriteInViewFails},

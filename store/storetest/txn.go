@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -282,4 +285,52 @@ func testSnapshotReads(t *testing.T, s store.Store) {
 	}
 	cancel()
 	wg.Wait()
+}
+
+// testRepeatedWrites writes keys several times over in one transaction, in
+// every order of puts and deletes (a put after a delete, a delete after a
+// put, puts of new values, deletes of absent keys) and checks that the
+// last write of each key is what was committed.
+func testRepeatedWrites(t *testing.T, s store.Store) {
+	putAll(t, s, "w", kv{"k0", "old"}, kv{"k3", "old"}, kv{"k5", "old"})
+	want := map[string]string{"k0": "old", "k3": "old", "k5": "old"}
+	r := rand.New(rand.NewPCG(2, 2))
+	for round := range 5 {
+		ops := make([]kv, 40) // V "" deletes K
+		for i := range ops {
+			ops[i].K = fmt.Sprintf("k%d", r.IntN(8))
+			if r.IntN(3) > 0 {
+				ops[i].V = fmt.Sprintf("r%d-%d", round, i)
+			}
+		}
+		update(t, s, func(tx store.Tx) error { // fn may run twice: ops stay as they are
+			for _, op := range ops {
+				var err error
+				if op.V == "" {
+					err = tx.Delete([]byte("w"), []byte(op.K))
+				} else {
+					err = tx.Put([]byte("w"), []byte(op.K), []byte(op.V))
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		for _, op := range ops {
+			if op.V == "" {
+				delete(want, op.K)
+			} else {
+				want[op.K] = op.V
+			}
+		}
+		var wantKV []kv
+		for k, v := range want {
+			wantKV = append(wantKV, kv{k, v})
+		}
+		slices.SortFunc(wantKV, func(a, b kv) int { return strings.Compare(a.K, b.K) })
+		if diff := cmp.Diff(wantKV, contents(t, s, "w")); diff != "" {
+			t.Fatalf("round %d: committed (-want +got):\n%s", round, diff)
+		}
+	}
 }

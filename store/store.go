@@ -117,9 +117,10 @@ type Tx interface {
 // reads as usual, a Get or forward Scan of what was prefetched returns what
 // it would have returned without it, and a Put or Delete after Prefetch
 // drops what was read ahead (later reads see the write). A failed Prefetch
-// fails the transaction, as a failed Get does (see Store). Callers test for
-// the interface (tx.(store.Prefetcher)) so that building the reads costs
-// nothing on a store whose reads are local (bbolt, memstore).
+// fails the transaction, as a failed Get does (see Store). The Tx may keep
+// the reads' slices until it ends: the caller must not change them. Callers
+// test for the interface (tx.(store.Prefetcher)) so that building the reads
+// costs nothing on a store whose reads are local (bbolt, memstore).
 type Prefetcher interface {
 	Prefetch(reads ...Read)
 }

@@ -140,7 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.slowH2C, "slow-h2c", false, scenarioSlowStreams+": the proxy and the gateway reach the fake over h2c (HTTP/2 without TLS), multiplexing the streams on few connections, instead of one HTTP/1.1 connection per stream")
 	fs.StringVar(&cfg.gatewayPprof, "gateway-pprof", "", "serve the gateway process's net/http/pprof on this address (host:port), for profiling under load")
 	genv := fs.String("gateway-env", "", "comma-separated KEY=VALUE added to the gateway process's environment, e.g. GOGC=100,GOMAXPROCS=1, to compare runtime settings")
-	fs.BoolVar(&cfg.goals, "goals", false, "measure issue 18's performance goals in one run, each beside the bare proxy (v1-sse at 500/s, c1-sse at 1000/s and 3000/s, peak, "+scenarioSlowStreams+" with 2000 and 10000 streams) and judge them; ignores -scenarios, -targets, -rate, -streams and -slow-h2c")
+	fs.BoolVar(&cfg.goals, "goals", false, "measure issue 18's performance goals in one run, each beside the bare proxy (v1-sse at 500/s, peak, c1-sse at 1000/s and 3000/s, "+scenarioSlowStreams+" with 2000 and 10000 streams) and judge them; ignores -scenarios, -targets, -rate, -streams and -slow-h2c")
 	fs.BoolVar(&cfg.quick, "quick", false, "a run of a few seconds: -rate 200 -duration 300ms -warmup 100ms -rounds 1 -peak-workers 8 -slow-chunks 3 -slow-interval 100ms")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

@@ -265,9 +265,9 @@ func (g *Gateway) wireFamilies() error {
 	}
 	g.chat = chat.New(chat.Config{
 		History: g.conv, Upstream: c.upstream, Catalog: g.catalog, Store: c.store,
-		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive, Inject: g.mem.SystemContextTx,
-		InjectReads: g.mem.AppendContextReads,
-		Quota:       quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
+		Clock: c.clock, Logger: c.logger, Keepalive: c.keepalive,
+		Inject: g.mem.SystemContextTx, InjectReads: g.mem.AppendContextReads,
+		Quota: quotas, MaxResponseBytes: c.maxResponse, Classifier: classifier,
 	})
 	// Runs write their final states on Close, so they close before the store
 	// (closers run in reverse order).

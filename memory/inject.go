@@ -38,7 +38,7 @@ func (s *Service) SystemContext(ctx context.Context, tenantID, userID string) (s
 func (s *Service) SystemContextTx(tx store.Tx, tenantID, userID string) (string, error) {
 	var prompts []string
 	var mem []Entry
-	refs, buckets := contextSources(tenantID, userID)
+	refs, buckets := contextSources(make([]promptRef, 0, 3), make([]bucketKey, 0, 2), tenantID, userID)
 	err := func() error {
 		for _, p := range refs {
 			c, err := currentContent(tx, p)
@@ -71,7 +71,7 @@ func (s *Service) SystemContextTx(tx store.Tx, tenantID, userID string) (string,
 // prefetches its read transaction (store.Prefetcher). What they lead to (a
 // prompt's current version, a bucket's entries) is read when found.
 func (s *Service) AppendContextReads(dst []store.Read, tenantID, userID string) []store.Read {
-	refs, buckets := contextSources(tenantID, userID)
+	refs, buckets := contextSources(make([]promptRef, 0, 3), make([]bucketKey, 0, 2), tenantID, userID)
 	for _, p := range refs {
 		dst = append(dst, store.Read{Bucket: bucketPromptHeads, Key: p.prefix()})
 	}
@@ -81,16 +81,16 @@ func (s *Service) AppendContextReads(dst []store.Read, tenantID, userID string) 
 	return dst
 }
 
-// contextSources are the prompt levels and memory buckets of the system
-// context of userID in tenantID, in their order in the text: the tenant,
-// scope and user prompts, then the private and public memory of the
-// default scope. userID "" has neither a user prompt nor private memory.
-func contextSources(tenantID, userID string) ([]promptRef, []bucketKey) {
-	refs := []promptRef{
-		{tenant: tenantID, level: LevelTenant},
-		{tenant: tenantID, level: LevelScope, subject: DefaultScope},
-	}
-	var buckets []bucketKey
+// contextSources appends to refs and buckets the prompt levels and memory
+// buckets of the system context of userID in tenantID, in their order in the
+// text: the tenant, scope and user prompts, then the private and public
+// memory of the default scope. userID "" has neither a user prompt nor
+// private memory. Callers pass slices of capacity 3 and 2, which then stay
+// on their stack (a /c1 turn calls it).
+func contextSources(refs []promptRef, buckets []bucketKey, tenantID, userID string) ([]promptRef, []bucketKey) {
+	refs = append(refs,
+		promptRef{tenant: tenantID, level: LevelTenant},
+		promptRef{tenant: tenantID, level: LevelScope, subject: DefaultScope})
 	if userID != "" {
 		refs = append(refs, promptRef{tenant: tenantID, level: LevelUser, subject: userID})
 		buckets = append(buckets, newBucketKey(tenantID, DefaultScope, Private, userID))

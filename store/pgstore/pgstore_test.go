@@ -55,6 +55,7 @@ func TestStore(t *testing.T) {
 		{"DeadlockRetried", testDeadlockRetried},
 		{"ConnectionCutMidTransaction", testConnectionCut},
 		{"FailedReadIsNotAbsence", testFailedReadIsNotAbsence},
+		{"FailedPrefetch", testFailedPrefetch},
 		{"GivesUpAfterMaxAttempts", testGivesUp},
 		{"KeyTooLongForTheIndex", testKeyTooLong},
 		{"RoundTrips", testRoundTrips},
@@ -427,6 +428,64 @@ func testFailedReadIsNotAbsence(t *testing.T, c *pgtest.Cluster) {
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Update whose read failed, fn returning nil = %v, want the failure (context.Canceled)", err)
+	}
+	err = db.View(ctx, func(tx store.Tx) error {
+		if tx.Get([]byte("b"), []byte("marker")) != nil {
+			t.Error("the failed Update wrote its marker")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testFailedPrefetch checks that a Prefetch that failed fails its
+// transaction as a failed Get does: the nil its Gets then return is not
+// taken for an absent key, the transaction runs again on a cut connection,
+// and a canceled one returns its failure and writes nothing.
+func testFailedPrefetch(t *testing.T, c *pgtest.Cluster) {
+	url := c.NewDatabase(t)
+	db := open(t, url)
+	ctx := context.Background()
+	if err := db.Update(ctx, func(tx store.Tx) error { return putInt(tx, "record", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	record := store.Read{Bucket: []byte("b"), Key: []byte("record")}
+	k := newCutter(t, c, url)
+	calls := 0
+	err := db.View(ctx, func(tx store.Tx) error {
+		calls++
+		if calls == 1 {
+			tx.Get([]byte("b"), []byte("other")) // begin the transaction
+			k.cut(t)
+		}
+		tx.(store.Prefetcher).Prefetch(record)
+		if tx.Get(record.Bucket, record.Key) == nil {
+			return errors.New("record not found")
+		}
+		return nil
+	})
+	if err != nil || calls != 2 {
+		t.Errorf("View whose Prefetch failed = %v after %d calls, want nil after 2", err, calls)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	err = db.Update(cctx, func(tx store.Tx) error {
+		cancel()
+		tx.(store.Prefetcher).Prefetch(record)
+		if tx.Get(record.Bucket, record.Key) != nil {
+			t.Error("Get after a failed Prefetch found the record")
+		}
+		if err := tx.Put([]byte("b"), []byte("marker"), []byte("x")); err == nil {
+			t.Error("Put after a failed Prefetch succeeded")
+		}
+		return nil
+	})
+	// The failure is the Prefetch's: later statements would fail as well,
+	// but the error names the one that failed first.
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "Prefetch") {
+		t.Errorf("Update whose Prefetch failed, fn returning nil = %v, want the Prefetch's failure (context.Canceled)", err)
 	}
 	err = db.View(ctx, func(tx store.Tx) error {
 		if tx.Get([]byte("b"), []byte("marker")) != nil {

@@ -13,6 +13,9 @@ import (
 // the family packages without an import cycle; see each for its contract.
 type (
 	// Store is the persistence: ordered key-value buckets with transactions.
+	// A Store whose reads are round trips to a server can also let its
+	// transactions implement store.Prefetcher: a /c1 turn then names its
+	// reads ahead and pays one round trip for them.
 	Store = store.Store
 	// Upstream reaches the models of an alias, with the fallback chain.
 	Upstream = upstream.Upstream

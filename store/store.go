@@ -47,7 +47,9 @@ const MaxKeySize = 32768
 // a store on a database server runs a transaction again from the start when
 // the database aborted it to keep transactions serializable (a serialization
 // failure, a deadlock) or its connection was lost before the commit
-// (store/pgstore does both). Only the last run's transaction counts. So fn
+// (store/pgstore does both), and runs a View again when it read beyond what
+// the Prefetch it began with read (see Prefetcher). Only the last run's
+// transaction counts. So fn
 // must have no effects outside tx that a second run would repeat, and what
 // it hands out through variables it captures must be assigned afresh by each
 // run (reset slices, counters and flags at its start; never append to or
@@ -121,6 +123,11 @@ type Tx interface {
 // the reads' slices until it ends: the caller must not change them. Callers
 // test for the interface (tx.(store.Prefetcher)) so that building the reads
 // costs nothing on a store whose reads are local (bbolt, memstore).
+//
+// A View that begins with a Prefetch may be committed with it, in the same
+// round trip (store/pgstore does so); a read fn makes beyond it then runs fn
+// again (see Store), prefetching that read too. A View pays least when its
+// first Prefetch names every read it can know of ahead.
 type Prefetcher interface {
 	Prefetch(reads ...Read)
 }

@@ -54,11 +54,22 @@
 // instead of eight; a View of one Get two instead of three. A Tx is a
 // store.Prefetcher: Prefetch sends reads the caller names ahead (Gets, and the
 // first page of a forward Scan) in one batch and answers them from memory
-// afterwards, until a write drops them; a /c1 turn's read transaction (tenant
-// config, conversation, injected prompts and memory) is then two round trips
-// instead of nine. When fn fails the transaction is rolled back; when fn
-// panics the pool closes the connection, which is still in its transaction,
-// on release.
+// afterwards, until a write drops them. When fn fails the transaction is
+// rolled back; when fn panics the pool closes the connection, which is still
+// in its transaction, on release.
+//
+// A View whose first statement is a Prefetch commits in the same round trip:
+// BEGIN, the reads and COMMIT go out in one batch (a prefix's page then holds
+// up to 1024 rows, since no second page can follow), and fn is answered from
+// them. When fn then reads something the Prefetch did not (a Get of a key
+// named by a record it read), the attempt counts for nothing and fn runs
+// again at once, its Prefetch now also reading what was missed; a second
+// miss, a reverse Scan or a prefix longer than its page runs the View as
+// above, without committing early. An answer is thus always that of one
+// transaction that read everything fn looked at. A /c1 turn's read
+// transaction (tenant config, conversation, injected prompts and memory) is
+// one round trip instead of nine, two when a stored prompt or memory entries
+// must be followed.
 //
 // Views are SERIALIZABLE too, not REPEATABLE READ. REPEATABLE READ would
 // give a View a snapshot of committed transactions, but not always a state

@@ -126,9 +126,18 @@ func (d *DB) run(ctx context.Context, op string, mode txMode, fn func(store.Tx) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	var spec *speculation
+	if mode.readOnly {
+		spec = new(speculation)
+	}
 	for attempt := 1; ; attempt++ {
-		r := d.attempt(ctx, mode, fn)
+		r := d.attempt(ctx, mode, fn, spec)
 		switch {
+		case r.rerun:
+			// Not a failure: a View committed with its Prefetch read more
+			// than it. It runs again at once, which maxSpeculations bounds.
+			attempt--
+			continue
 		case r.fnErr != nil:
 			return r.fnErr
 		case r.err == nil:
@@ -162,22 +171,26 @@ type outcome struct {
 	fnErr error // fn's own error: the transaction was rolled back
 	err   error // the store's failure: nil when the transaction committed
 	retry bool  // err left nothing behind and is worth another attempt
+	rerun bool  // err is errMissed: run fn again, learning from the miss
 }
 
 // attempt runs fn in one transaction on a connection of the pool (BEGIN
 // with fn's first statement, COMMIT with its last writes; ROLLBACK when fn
 // fails) and tells what came of it. A panic in fn leaves the connection in
 // its transaction, and the pool closes such a connection on release.
-func (d *DB) attempt(ctx context.Context, mode txMode, fn func(store.Tx) error) outcome {
+func (d *DB) attempt(ctx context.Context, mode txMode, fn func(store.Tx) error, spec *speculation) outcome {
 	c, err := d.pool.Acquire(ctx)
 	if err != nil {
 		// No connection: nothing ran.
 		return outcome{err: fmt.Errorf("begin: %w", err), retry: transient(err)}
 	}
 	defer c.Release()
-	t := &tx{ctx: ctx, conn: c.Conn(), begin: mode.begin, readOnly: mode.readOnly}
+	t := &tx{ctx: ctx, conn: c.Conn(), begin: mode.begin, readOnly: mode.readOnly, spec: spec}
 	fnErr := t.run(fn)
 	switch {
+	case t.early && errors.Is(t.err, errMissed):
+		// The View committed with its Prefetch, and fn read beyond it.
+		return outcome{err: t.err, rerun: true}
 	case t.err != nil:
 		// A statement failed, so the transaction is lost, whatever fn made
 		// of it (a failed Get looked like an absent key). Nothing was

@@ -59,6 +59,7 @@ func TestStore(t *testing.T) {
 		{"GivesUpAfterMaxAttempts", testGivesUp},
 		{"KeyTooLongForTheIndex", testKeyTooLong},
 		{"RoundTrips", testRoundTrips},
+		{"SpeculativeView", testSpeculativeView},
 		{"RateLimitSharedByGateways", testRateShared},
 		{"RateLimitConcurrent", testRateConcurrent},
 		{"RateLimitRefillAndChange", testRateRefillAndChange},

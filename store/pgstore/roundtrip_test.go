@@ -57,6 +57,27 @@ func testRoundTrips(t *testing.T, c *pgtest.Cluster) {
 			tx.Get(b, []byte("x"))
 			return tx.Scan(b, []byte("m"), false, func(_, _ []byte) (bool, error) { return true, nil })
 		}},
+		{"View: a Prefetch, then a Get it did not read", db.View, func(tx store.Tx) error {
+			tx.(store.Prefetcher).Prefetch(store.Read{Bucket: b, Key: []byte("k")})
+			tx.Get(b, []byte("k"))
+			tx.Get(b, []byte("x"))
+			return nil
+		}},
+		{"View: a Prefetch, then a reverse Scan", db.View, func(tx store.Tx) error {
+			tx.(store.Prefetcher).Prefetch(store.Read{Bucket: b, Key: []byte("k")})
+			return tx.Scan(b, []byte("m"), true, func(_, _ []byte) (bool, error) { return true, nil })
+		}},
+		{"View: a Get, then a Prefetch", db.View, func(tx store.Tx) error {
+			tx.Get(b, []byte("x"))
+			tx.(store.Prefetcher).Prefetch(store.Read{Bucket: b, Key: []byte("k")})
+			tx.Get(b, []byte("k"))
+			return nil
+		}},
+		{"Update: a Prefetch", db.Update, func(tx store.Tx) error {
+			tx.(store.Prefetcher).Prefetch(store.Read{Bucket: b, Key: []byte("k")})
+			tx.Get(b, []byte("k"))
+			return nil
+		}},
 		{"Update: a Get then five writes (an Append)", db.Update, func(tx store.Tx) error {
 			tx.Get(b, []byte("k"))
 			for _, k := range []string{"m1", "m2", "i1", "i2"} {
@@ -85,7 +106,11 @@ func testRoundTrips(t *testing.T, c *pgtest.Cluster) {
 		"View: one Get":  2, // BEGIN with the Get, COMMIT
 		"View: two Gets": 3,
 		"View: a Scan":   2,
-		"View: a Prefetch of two Gets and a Scan, then those reads": 2, // BEGIN with the three reads, COMMIT
+		"View: a Prefetch of two Gets and a Scan, then those reads": 1, // BEGIN, the three reads and COMMIT at once
+		"View: a Prefetch, then a Get it did not read":              2, // again, with that Get in the Prefetch
+		"View: a Prefetch, then a reverse Scan":                     4, // then as without speculating: BEGIN with the Prefetch, the Scan, COMMIT
+		"View: a Get, then a Prefetch":                              3, // BEGIN with the Get, the Prefetch, COMMIT
+		"Update: a Prefetch":                                        2, // an Update never commits early
 		"Update: a Get then five writes (an Append)":                2, // BEGIN with the Get; the writes with COMMIT
 		"Update: writes only":                                       1, // BEGIN, the writes and COMMIT at once
 		"Update: nothing":                                           0,

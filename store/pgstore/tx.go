@@ -73,7 +73,39 @@ type tx struct {
 	err      error     // the first failure of a statement
 	connLost bool      // err came with the connection's end
 	ended    bool
+
+	// spec is what the attempts of a View learn of its reads (nil for an
+	// Update); early is set once a Prefetch committed the View with its
+	// reads, after which a read it did not make is a miss.
+	spec  *speculation
+	early bool
 }
+
+// speculation lets a View that begins with a Prefetch commit in that
+// Prefetch's round trip: BEGIN, the reads and COMMIT go out in one batch,
+// and fn's Gets and Scans are answered from them. A View that then reads
+// something the Prefetch did not is not wrong but incomplete: its attempt
+// ends in errMissed, and the next one runs fn again with the missed reads
+// added to its Prefetch (a stored prompt's version, found in the prompt's
+// head). A second miss, or one no Prefetch can take (a reverse Scan, a
+// prefix longer than its page), runs the View without speculating, as any
+// other: BEGIN with the reads, the reads that follow, then COMMIT.
+//
+// This keeps the View's promise: an attempt's answers count only when every
+// read fn made was answered by the batch, which is one committed
+// SERIALIZABLE READ ONLY transaction.
+type speculation struct {
+	off   bool         // the next attempts do not speculate
+	tries int          // attempts that speculated
+	extra []store.Read // what the last attempt missed, for the next Prefetch
+}
+
+// maxSpeculations bounds the attempts of a View that speculate: the first,
+// and one with what it missed.
+const maxSpeculations = 2
+
+// errMissed ends an attempt that read beyond what its early COMMIT covered.
+var errMissed = errors.New("a read the View's Prefetch did not make, after its commit")
 
 // fetched is one read of Prefetch and its answer: a Get's value (nil when
 // absent), or the first page of a forward Scan of a prefix.
@@ -113,7 +145,7 @@ func (t *tx) send(queue func(b *pgx.Batch)) error {
 // says of what came after. A transaction that sent nothing has nothing to
 // commit.
 func (t *tx) commit() (committed bool, err error) {
-	if !t.begun && len(t.writes) == 0 {
+	if t.early || (!t.begun && len(t.writes) == 0) {
 		return true, nil
 	}
 	err = t.send(func(b *pgx.Batch) {
@@ -140,7 +172,17 @@ func (t *tx) rollback() {
 
 func (t *tx) Get(bucket, key []byte) []byte {
 	t.check()
-	if t.err != nil || !storable(bucket, key) {
+	if !storable(bucket, key) {
+		return nil
+	}
+	if t.early { // answered by the Prefetch, or missed (err then says so)
+		if f := t.lookAhead(bucket, key, false); f != nil {
+			return f.value
+		}
+		t.miss(store.Read{Bucket: bucket, Key: key}, true)
+		return nil
+	}
+	if t.err != nil {
 		return nil
 	}
 	if f := t.lookAhead(bucket, key, false); f != nil {
@@ -171,10 +213,28 @@ func queueGet(b *pgx.Batch, bucket, key []byte, v *[]byte) {
 
 // Prefetch sends reads in one batch (with the waiting writes) and keeps the
 // answers for the Gets and forward Scans that ask for them (store.Prefetcher).
+//
+// A View's first statement, when it is a Prefetch, also commits the View (see
+// speculation), and then reads each prefix's first page of up to maxPage
+// rows, since no later page can be read.
 func (t *tx) Prefetch(reads ...store.Read) {
 	t.check()
+	if t.early {
+		for _, r := range reads {
+			if storable(r.Bucket, r.Key) {
+				t.miss(r, true)
+			}
+		}
+		return
+	}
 	if t.err != nil {
 		return
+	}
+	early := t.speculates()
+	if early {
+		t.spec.tries++
+		reads = append(reads[:len(reads):len(reads)], t.spec.extra...)
+		t.spec.extra = nil
 	}
 	ahead := make([]fetched, 0, len(reads))
 	for _, r := range reads {
@@ -182,26 +242,66 @@ func (t *tx) Prefetch(reads ...store.Read) {
 			ahead = append(ahead, fetched{read: r})
 		}
 	}
+	committed := false
 	err := t.send(func(b *pgx.Batch) {
-		for i := range ahead {
-			f := &ahead[i]
-			if !f.read.Prefix {
-				queueGet(b, f.read.Bucket, f.read.Key, &f.value)
-				continue
-			}
-			sql, args := pageQuery(f.read.Bucket, f.read.Key, store.PrefixEnd(f.read.Key), false, firstPage)
-			b.Queue(sql, args...).Query(func(q pgx.Rows) (err error) {
-				f.rows, f.full, err = readPage(q)
-				f.full = f.full || len(f.rows) == firstPage
-				return err
+		queueAhead(b, ahead, early)
+		if early {
+			b.Queue(sqlCommit).Exec(func(tag pgconn.CommandTag) error {
+				committed = tag.String() == "COMMIT"
+				return nil
 			})
 		}
 	})
+	if err == nil && early && !committed {
+		err = pgx.ErrTxCommitRollback
+	}
 	if err != nil {
 		t.fail("Prefetch", err)
 		return
 	}
-	t.ahead = ahead
+	t.ahead, t.early = ahead, early
+}
+
+// speculates reports whether a Prefetch now may commit the transaction with
+// its reads: it is a View's first statement, and the View's attempts have
+// not given up speculating.
+func (t *tx) speculates() bool {
+	return t.spec != nil && !t.spec.off && t.spec.tries < maxSpeculations && !t.begun && len(t.writes) == 0
+}
+
+// queueAhead queues the reads of ahead, each answered into its element: a
+// prefix's first page holds firstPage rows, or maxPage when it is the only
+// one (early).
+func queueAhead(b *pgx.Batch, ahead []fetched, early bool) {
+	limit := firstPage
+	if early {
+		limit = maxPage
+	}
+	for i := range ahead {
+		f := &ahead[i]
+		if !f.read.Prefix {
+			queueGet(b, f.read.Bucket, f.read.Key, &f.value)
+			continue
+		}
+		sql, args := pageQuery(f.read.Bucket, f.read.Key, store.PrefixEnd(f.read.Key), false, limit)
+		b.Queue(sql, args...).Query(func(q pgx.Rows) (err error) {
+			f.rows, f.full, err = readPage(q)
+			f.full = f.full || len(f.rows) == limit
+			return err
+		})
+	}
+}
+
+// miss records a read that a View committed early did not make, which fails
+// the attempt (errMissed): the next one prefetches it too when again is set
+// and it can be prefetched, and does not speculate otherwise.
+func (t *tx) miss(r store.Read, again bool) error {
+	if again {
+		t.spec.extra = append(t.spec.extra, store.Read{Bucket: bytes.Clone(r.Bucket), Key: bytes.Clone(r.Key), Prefix: r.Prefix})
+	} else {
+		t.spec.off = true
+	}
+	return t.fail("read", errMissed)
 }
 
 // lookAhead returns what Prefetch read of key in bucket (a prefix when
@@ -250,11 +350,14 @@ func (t *tx) Delete(bucket, key []byte) error {
 
 func (t *tx) Scan(bucket, prefix []byte, reverse bool, fn func(key, value []byte) (bool, error)) error {
 	t.check()
-	if t.err != nil {
+	if t.err != nil && !t.early {
 		return t.err
 	}
 	if !storable(bucket, []byte{0}) {
 		return nil
+	}
+	if t.early {
+		return t.scanEarly(bucket, prefix, reverse, fn)
 	}
 	// The range still to read is [lo, hi); hi nil has no end. lo is never
 	// nil: a nil argument is SQL's NULL, which matches nothing.
@@ -293,6 +396,30 @@ func (t *tx) Scan(bucket, prefix []byte, reverse bool, fn func(key, value []byte
 		}
 		limit = min(limit*4, maxPage)
 	}
+}
+
+// scanEarly is Scan in a View committed with its Prefetch: it answers from
+// the prefix's page read ahead when that page holds the whole prefix, and
+// misses otherwise.
+func (t *tx) scanEarly(bucket, prefix []byte, reverse bool, fn func(key, value []byte) (bool, error)) error {
+	var f *fetched
+	if !reverse {
+		f = t.lookAhead(bucket, prefix, true)
+	}
+	switch {
+	case f == nil:
+		// A forward Scan of a prefix can be read ahead next time; a reverse
+		// one, or one of the whole bucket, cannot.
+		return t.miss(store.Read{Bucket: bucket, Key: prefix, Prefix: true}, !reverse && storable(bucket, prefix))
+	case f.full:
+		return t.miss(f.read, false)
+	}
+	for _, r := range f.rows {
+		if more, err := fn(r.key, r.value); err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }
 
 // row is a key and its value, copied out of pgx's buffers.

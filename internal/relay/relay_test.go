@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -295,6 +296,44 @@ func TestStreamEmptyUsesFallbackMeta(t *testing.T) {
 type fixedClock struct{}
 
 func (fixedClock) Now() time.Time { return time.Unix(1700000001, 0) }
+
+// TestStreamKeepsCopies: the relay reads borrowed events, whose bytes the
+// next read overwrites, so what outlives an event (the stream's meta for
+// the notices, the Capture's fields) must be copies. The first chunk's id
+// differs from the later ones', and the stream arrives a byte at a time, so
+// that a kept reference into the reader's buffer would show other bytes.
+func TestStreamKeepsCopies(t *testing.T) {
+	later := func(choices string) string {
+		return "data: " + strings.Replace(chunk(choices), "chatcmpl-1", "chatcmpl-zzzzzzzzzz", 1) + "\n\n"
+	}
+	in := "data: " + strings.Replace(chunk(`{"index":0,"delta":{"role":"assistant","content":"A"}}`), "chatcmpl-1", "chatcmpl-first", 1) + "\n\n" +
+		later(`{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}`) +
+		strings.Repeat(later(`{"index":0,"delta":{}}`), 20) +
+		later(`],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3},"x":[`) +
+		strings.Repeat(later(`{"index":0,"delta":{}}`), 20) +
+		"data: [DONE]\n\n"
+	for how, wrap := range map[string]func(io.Reader) io.Reader{
+		"whole":    func(r io.Reader) io.Reader { return r },
+		"one byte": iotest.OneByteReader,
+	} {
+		resp, _ := sseResponse(wrap(strings.NewReader(in)))
+		w := newRecorder()
+		var c relay.Capture
+		relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{
+			Capture: &c,
+			Notices: []relay.Notice{{Code: relay.NoticeHistoryTrimmed, Message: "2 turns left out."}},
+		})
+		want := relay.Capture{ID: "chatcmpl-first", Model: "scout-17b", Created: 1700000000, Role: "assistant",
+			Content: "Ab", FinishReason: "stop", Usage: json.RawMessage(`{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}`)}
+		if diff := cmp.Diff(want, c, cmp.AllowUnexported(relay.Capture{}), ignoreBuilders); diff != "" {
+			t.Errorf("%s: Capture mismatch (-want +got):\n%s", how, diff)
+		}
+		evs := events(w.String())
+		if notice := evs[len(evs)-2]; !strings.Contains(notice, `"id":"chatcmpl-first"`) || !strings.Contains(notice, `"model":"scout-17b"`) {
+			t.Errorf("%s: notice %q, want the first chunk's id and model", how, notice)
+		}
+	}
+}
 
 func TestStreamCaptureToolCalls(t *testing.T) {
 	in := "data: " + chunk(`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}`) + "\n\n" +

@@ -215,7 +215,10 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		mu.Unlock()
 	})
 	for {
-		ev, err := events.Next()
+		// Borrowed: the event is written out before the next read, and
+		// what outlives it is copied (readMeta's and the Capture's strings,
+		// and the whole event for an Encoder, which may keep any part).
+		ev, err := events.Borrow()
 		if err == io.EOF {
 			break
 		}
@@ -255,7 +258,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		var werr error
 		switch {
 		case s.enc != nil:
-			werr, failure = s.encodeChunk(ev.Type, ev.Data)
+			werr, failure = s.encodeChunk(ev.Type, strings.Clone(ev.Data))
 		case mr.quoted != "" && ev.Type == "":
 			spans, _ := mr.find(ev.Data)
 			werr = s.chunk(ev.Data, spans, mr.quoted)

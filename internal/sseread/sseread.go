@@ -8,7 +8,7 @@
 // per stream and allocates two strings per event. This reader waits with
 // 512 bytes, grows to 4 KiB while events come faster than it reads them and
 // for an event that does not fit (up to the limit it is given), shrinks back
-// after, and allocates one string per event: its data.
+// after, and allocates one string per event, its data, or none with Borrow.
 //
 // It follows the event-stream format: lines end in CRLF, LF or CR; a line
 // starting with a colon is a comment; "data" lines are joined with "\n";
@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 // Event is one event of a stream.
@@ -86,7 +87,19 @@ func (r *Reader) SetBeforeRead(f func()) { r.wait = f }
 // Next returns the next event with data. Its error is io.EOF at the end of
 // input, an error wrapping ErrTooLarge for an event over the limit, or the
 // underlying reader's error; after an error Next returns it again.
-func (r *Reader) Next() (Event, error) {
+func (r *Reader) Next() (Event, error) { return r.next(false) }
+
+// Borrow is Next without copies: the event's Type and Data point into the
+// Reader's buffer, valid only until the next call of Next or Borrow, which
+// may overwrite them. A caller that keeps any part of them longer (a
+// substring too) must copy it, with strings.Clone or a conversion to
+// []byte. A relay that writes each event out before it reads the next then
+// allocates nothing per event: a thousand slow streams make no garbage while
+// they wait.
+func (r *Reader) Borrow() (Event, error) { return r.next(true) }
+
+// next returns the next event with data, borrowed or copied.
+func (r *Reader) next(borrow bool) (Event, error) {
 	for {
 		line, term, ok := r.line()
 		if !ok {
@@ -96,12 +109,12 @@ func (r *Reader) Next() (Event, error) {
 			}
 			// At the end of input a last CR ends its line.
 			if line, term, ok = r.line(); !ok {
-				return r.atEnd(err)
+				return r.atEnd(err, borrow)
 			}
 		}
 		if line == r.scan { // a blank line ends the event
 			r.scan = term
-			if ev, ok := r.dispatch(); ok {
+			if ev, ok := r.dispatch(borrow); ok {
 				return ev, nil
 			}
 			continue
@@ -177,17 +190,22 @@ func (r *Reader) addData(at, end int) {
 }
 
 // dispatch ends the event whose lines end at scan: it returns it when it has
-// data, and consumes its bytes.
-func (r *Reader) dispatch() (ev Event, ok bool) {
+// data, its strings borrowed from buf and data or copied, and consumes its
+// bytes.
+func (r *Reader) dispatch(borrow bool) (ev Event, ok bool) {
+	str := copied
+	if borrow {
+		str = borrowed
+	}
 	if r.lines > 0 {
 		ok = true
 		if r.typeAt >= 0 {
-			ev.Type = string(r.buf[r.start+r.typeAt : r.start+r.typeEnd])
+			ev.Type = str(r.buf[r.start+r.typeAt : r.start+r.typeEnd])
 		}
 		if r.lines == 1 {
-			ev.Data = string(r.buf[r.start+r.dataAt : r.start+r.dataEnd])
+			ev.Data = str(r.buf[r.start+r.dataAt : r.start+r.dataEnd])
 		} else {
-			ev.Data = string(r.data)
+			ev.Data = str(r.data)
 		}
 	}
 	r.start += r.scan
@@ -198,17 +216,24 @@ func (r *Reader) dispatch() (ev Event, ok bool) {
 	return ev, ok
 }
 
+func copied(b []byte) string { return string(b) }
+
+// borrowed is b as a string without a copy. Borrow's contract (the string
+// is not used after the next read) is what makes it safe: the bytes are not
+// changed while the string is in use.
+func borrowed(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // atEnd answers Next once no more input comes: the event that was being
 // read, if it has data, then err. An event over the limit is not returned
 // cut.
-func (r *Reader) atEnd(err error) (Event, error) {
+func (r *Reader) atEnd(err error, borrow bool) (Event, error) {
 	if errors.Is(err, ErrTooLarge) {
 		return Event{}, err
 	}
 	if r.scan < r.end-r.start { // a last line without its line end
 		r.field(r.end-r.start, r.end-r.start)
 	}
-	if ev, ok := r.dispatch(); ok {
+	if ev, ok := r.dispatch(borrow); ok {
 		return ev, nil
 	}
 	return Event{}, err

@@ -12,18 +12,30 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 )
 
-// readAll reads every event of r, and the error that ended it.
+// readAll reads every event of r with Next, and the error that ended it.
 func readAll(r io.Reader, max int) ([]sseread.Event, error) {
-	rd := sseread.NewReader(r, max)
+	return read(sseread.NewReader(r, max).Next)
+}
+
+// borrowAll is readAll with Borrow, each event copied before the next read.
+func borrowAll(r io.Reader, max int) ([]sseread.Event, error) {
+	return read(sseread.NewReader(r, max).Borrow)
+}
+
+// read calls next until it fails, copying each event at once.
+func read(next func() (sseread.Event, error)) ([]sseread.Event, error) {
 	var evs []sseread.Event
 	for {
-		ev, err := rd.Next()
+		ev, err := next()
 		if err != nil {
 			return evs, err
 		}
-		evs = append(evs, ev)
+		evs = append(evs, sseread.Event{Type: strings.Clone(ev.Type), Data: strings.Clone(ev.Data)})
 	}
 }
+
+// readFuncs are Next and Borrow, which return the same events.
+var readFuncs = map[string]func(io.Reader, int) ([]sseread.Event, error){"Next": readAll, "Borrow": borrowAll}
 
 // readers are the ways a stream arrives: at once, a byte at a time, and with
 // its last bytes beside io.EOF.
@@ -63,13 +75,15 @@ func TestNext(t *testing.T) {
 		{"empty input", "", nil},
 	} {
 		for how, wrap := range readers {
-			t.Run(tc.name+"/"+how, func(t *testing.T) {
-				got, err := readAll(wrap(tc.in), 1<<20)
-				if err != io.EOF {
-					t.Fatalf("error %v, want io.EOF", err)
-				}
-				testkit.Diff(t, "events", tc.want, got)
-			})
+			for name, readAll := range readFuncs {
+				t.Run(tc.name+"/"+how+"/"+name, func(t *testing.T) {
+					got, err := readAll(wrap(tc.in), 1<<20)
+					if err != io.EOF {
+						t.Fatalf("error %v, want io.EOF", err)
+					}
+					testkit.Diff(t, "events", tc.want, got)
+				})
+			}
 		}
 	}
 }
@@ -77,25 +91,29 @@ func TestNext(t *testing.T) {
 func TestTooLarge(t *testing.T) {
 	in := "data: a\n\ndata: " + strings.Repeat("x", 5000) + "\n\ndata: b\n\n"
 	for how, wrap := range readers {
-		t.Run(how, func(t *testing.T) {
-			got, err := readAll(wrap(in), 4096)
-			if !errors.Is(err, sseread.ErrTooLarge) {
-				t.Fatalf("error %v, want ErrTooLarge", err)
-			}
-			testkit.Diff(t, "events before the error", []sseread.Event{{Data: "a"}}, got)
-		})
+		for name, readAll := range readFuncs {
+			t.Run(how+"/"+name, func(t *testing.T) {
+				got, err := readAll(wrap(in), 4096)
+				if !errors.Is(err, sseread.ErrTooLarge) {
+					t.Fatalf("error %v, want ErrTooLarge", err)
+				}
+				testkit.Diff(t, "events before the error", []sseread.Event{{Data: "a"}}, got)
+			})
+		}
 	}
 }
 
 func TestReadError(t *testing.T) {
 	boom := errors.New("boom")
-	r := io.MultiReader(strings.NewReader("data: a\n\ndata: b"), iotest.ErrReader(boom))
-	got, err := readAll(r, 1<<20)
-	if err != boom {
-		t.Fatalf("error %v, want %v", err, boom)
+	for name, readAll := range readFuncs {
+		r := io.MultiReader(strings.NewReader("data: a\n\ndata: b"), iotest.ErrReader(boom))
+		got, err := readAll(r, 1<<20)
+		if err != boom {
+			t.Fatalf("%s: error %v, want %v", name, err, boom)
+		}
+		// The unfinished event is returned before the error, as at io.EOF.
+		testkit.Diff(t, name+" events", []sseread.Event{{Data: "a"}, {Data: "b"}}, got)
 	}
-	// The unfinished event is returned before the error, as at io.EOF.
-	testkit.Diff(t, "events", []sseread.Event{{Data: "a"}, {Data: "b"}}, got)
 	rd := sseread.NewReader(iotest.ErrReader(boom), 10)
 	for range 2 {
 		if _, err := rd.Next(); err != boom {
@@ -104,20 +122,25 @@ func TestReadError(t *testing.T) {
 	}
 }
 
-// TestAllocations pins what the reader is for: one allocation per event, the
-// data string, once the buffer is there.
+// TestAllocations pins what the reader is for: once the buffer is there, one
+// allocation per event, the data string, and none with Borrow.
 func TestAllocations(t *testing.T) {
 	event := "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n"
-	src := &repeat{event: event}
-	rd := sseread.NewReader(src, 1<<20)
-	rd.Next()
-	allocs := testing.AllocsPerRun(1000, func() {
-		if _, err := rd.Next(); err != nil {
-			t.Fatal(err)
+	rd := sseread.NewReader(&repeat{event: event}, 1<<20)
+	for _, tc := range []struct {
+		name string
+		next func() (sseread.Event, error)
+		want float64
+	}{{"Next", rd.Next, 1}, {"Borrow", rd.Borrow, 0}} {
+		tc.next()
+		allocs := testing.AllocsPerRun(1000, func() {
+			if _, err := tc.next(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != tc.want {
+			t.Errorf("%s: %v allocations per event, want %v", tc.name, allocs, tc.want)
 		}
-	})
-	if allocs != 1 {
-		t.Errorf("%v allocations per event, want 1", allocs)
 	}
 }
 
@@ -167,17 +190,19 @@ func FuzzNext(f *testing.F) {
 			}
 		}
 		for how, wrap := range readers {
-			got, err := readAll(wrap(in), 1<<20)
-			if err != io.EOF {
-				t.Fatalf("%s: error %v", how, err)
-			}
-			var nonEmpty []sseread.Event
-			for _, ev := range got {
-				if ev.Data != "" {
-					nonEmpty = append(nonEmpty, ev)
+			for name, readAll := range readFuncs {
+				got, err := readAll(wrap(in), 1<<20)
+				if err != io.EOF {
+					t.Fatalf("%s, %s: error %v", how, name, err)
 				}
+				var nonEmpty []sseread.Event
+				for _, ev := range got {
+					if ev.Data != "" {
+						nonEmpty = append(nonEmpty, ev)
+					}
+				}
+				testkit.Diff(t, how+", "+name, want, nonEmpty)
 			}
-			testkit.Diff(t, how, want, nonEmpty)
 		}
 	})
 }

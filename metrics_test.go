@@ -20,7 +20,10 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/guard"
+	"github.com/chatgw/gateway/internal/pgtest"
+	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
+	"github.com/chatgw/gateway/store/pgstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -353,6 +356,46 @@ func TestMetricsGroupCommit(t *testing.T) {
 	b := metricsHistogram(t, reg, "chatgw_store_transaction_duration_seconds", map[string]string{"kind": "batch"})
 	if h.GetSampleCount() == 0 || h.GetSampleCount() > b.GetSampleCount() {
 		t.Errorf("%d group commits for %d Batch calls: want at least one, at most one a call", h.GetSampleCount(), b.GetSampleCount())
+	}
+}
+
+// TestMetricsStoreRetriesOnPostgres: the retries of a PostgreSQL store are
+// counted by kind and reason (here a View that read beyond its Prefetch,
+// which pgstore runs again), until Close.
+func TestMetricsStoreRetriesOnPostgres(t *testing.T) {
+	t.Parallel()
+	db, err := pgstore.Open(context.Background(), pgtest.New(t).NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	reg := prometheus.NewPedanticRegistry()
+	_, g := metricsEnv(t, reg, upstreamtest.Config{}, gateway.WithStore(db))
+	rerun := func() {
+		t.Helper()
+		err := db.View(context.Background(), func(tx store.Tx) error {
+			b := []byte("b")
+			tx.(store.Prefetcher).Prefetch(store.Read{Bucket: b, Key: []byte("k")})
+			tx.Get(b, []byte("other"))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rerun()
+	want := `
+# HELP chatgw_store_retries_total Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, or read_ahead (a View that read beyond its prefetch).
+# TYPE chatgw_store_retries_total counter
+chatgw_store_retries_total{kind="view",reason="read_ahead"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "chatgw_store_retries_total"); err != nil {
+		t.Error(err)
+	}
+	g.Close() // the store outlives the gateway, which stops observing it
+	rerun()
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "chatgw_store_retries_total"); err != nil {
+		t.Errorf("after Close: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/chatgw/gateway/internal/httpx"
@@ -25,6 +26,10 @@ func (g *Gateway) observe() {
 			s.ObserveCommits(m.GroupCommit)
 			// A store passed by the embedder outlives the gateway.
 			g.closers = append(g.closers, func() error { s.ObserveCommits(nil); return nil })
+		}
+		if s, ok := c.store.(interface{ ObserveRetries(func(op, reason string)) }); ok {
+			s.ObserveRetries(func(op, reason string) { m.StoreRetry(strings.ToLower(op), reason) })
+			g.closers = append(g.closers, func() error { s.ObserveRetries(nil); return nil })
 		}
 	}
 	if g.metrics != nil || g.tracer != nil {

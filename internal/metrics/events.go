@@ -130,6 +130,26 @@ func (m *Metrics) StoreTx(kind string, d time.Duration) {
 	m.storeKind[i].Observe(d.Seconds())
 }
 
+// StoreRetry records a store transaction of kind (StoreView, StoreUpdate,
+// StoreBatch) run again for reason (RetrySerialization, RetryDeadlock,
+// RetryConnection, RetryReadAhead); other values count as Other.
+func (m *Metrics) StoreRetry(kind, reason string) {
+	if m == nil {
+		return
+	}
+	switch kind {
+	case StoreView, StoreUpdate, StoreBatch:
+	default:
+		kind = Other
+	}
+	switch reason {
+	case RetrySerialization, RetryDeadlock, RetryConnection, RetryReadAhead:
+	default:
+		reason = Other
+	}
+	m.storeRetries.WithLabelValues(kind, reason).Inc()
+}
+
 // GroupCommit records one group commit of calls Batch calls.
 func (m *Metrics) GroupCommit(calls int) {
 	if m == nil {

@@ -57,6 +57,15 @@ const (
 	StoreBatch  = "batch"
 )
 
+// The reason label of chatgw_store_retries_total: why a transaction of a
+// database store ran again (store/pgstore's Retry constants).
+const (
+	RetrySerialization = "serialization"
+	RetryDeadlock      = "deadlock"
+	RetryConnection    = "connection"
+	RetryReadAhead     = "read_ahead"
+)
+
 // Config configures New.
 type Config struct {
 	// Registerer receives the collectors. It must not be nil.
@@ -97,6 +106,7 @@ type Metrics struct {
 	quota         *prometheus.CounterVec
 	storeTx       *prometheus.HistogramVec
 	groupCommit   prometheus.Histogram
+	storeRetries  *prometheus.CounterVec
 	guard         *prometheus.CounterVec
 
 	unmatched *Route // requests no route matched
@@ -198,6 +208,10 @@ func New(cfg Config) (*Metrics, error) {
 		Help:    "Batch calls committed together by one group commit (bbolt).",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 9),
 	})
+	m.storeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chatgw_store_retries_total",
+		Help: "Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, or read_ahead (a View that read beyond its prefetch).",
+	}, []string{labelKind, labelReason})
 	m.guard = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chatgw_content_guard_decisions_total",
 		Help: "Content guard classifications, by the tenant's mode and the decision.",
@@ -211,7 +225,7 @@ func New(cfg Config) (*Metrics, error) {
 
 	collectors := []prometheus.Collector{m.requests, m.httpDuration, m.serverDur, m.ttft, m.tpot,
 		m.clientDur, m.tokenUsage, m.tokens, m.overhead, m.fallbacks, m.streamEndings, m.streams,
-		m.rateLimited, m.rateBypassed, m.quota, m.storeTx, m.groupCommit, m.guard, build}
+		m.rateLimited, m.rateBypassed, m.quota, m.storeTx, m.groupCommit, m.storeRetries, m.guard, build}
 	for i, c := range collectors {
 		if err := cfg.Registerer.Register(c); err != nil {
 			for _, done := range collectors[:i] {

@@ -223,6 +223,12 @@ func TestStoreAndGuard(t *testing.T) {
 	m.StoreTx(metrics.StoreBatch, 2*time.Millisecond)
 	m.StoreTx(metrics.StoreBatch, 3*time.Millisecond)
 	m.GroupCommit(3)
+	m.StoreRetry(metrics.StoreView, metrics.RetryReadAhead)
+	m.StoreRetry(metrics.StoreBatch, metrics.RetrySerialization)
+	m.StoreRetry(metrics.StoreBatch, metrics.RetrySerialization)
+	m.StoreRetry(metrics.StoreUpdate, metrics.RetryDeadlock)
+	m.StoreRetry(metrics.StoreUpdate, metrics.RetryConnection)
+	m.StoreRetry("<kind>", "<reason>")
 	m.RateLimitBypassed("acme")
 	r := m.Begin(time.Now())
 	r.GuardDecision("acme", "block", metrics.GuardFlagged)
@@ -253,7 +259,15 @@ chatgw_store_group_commit_batch_size_bucket{le="256"} 1
 chatgw_store_group_commit_batch_size_bucket{le="+Inf"} 1
 chatgw_store_group_commit_batch_size_sum 3
 chatgw_store_group_commit_batch_size_count 1
-`, "chatgw_content_guard_decisions_total", "chatgw_rate_limit_bypassed_total", "chatgw_store_group_commit_batch_size")
+# HELP chatgw_store_retries_total Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, or read_ahead (a View that read beyond its prefetch).
+# TYPE chatgw_store_retries_total counter
+chatgw_store_retries_total{kind="view",reason="read_ahead"} 1
+chatgw_store_retries_total{kind="batch",reason="serialization"} 2
+chatgw_store_retries_total{kind="update",reason="deadlock"} 1
+chatgw_store_retries_total{kind="update",reason="connection"} 1
+chatgw_store_retries_total{kind="_OTHER",reason="_OTHER"} 1
+`, "chatgw_content_guard_decisions_total", "chatgw_rate_limit_bypassed_total", "chatgw_store_group_commit_batch_size",
+		"chatgw_store_retries_total")
 	if h := histogram(t, reg, "chatgw_store_transaction_duration_seconds", map[string]string{"kind": "batch"}); h.GetSampleCount() != 2 {
 		t.Errorf("%d batch transactions, want 2", h.GetSampleCount())
 	}

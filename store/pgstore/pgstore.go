@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,6 +39,8 @@ type DB struct {
 	// retried, when set (by tests), is called before each retry with the
 	// attempt that failed and its failure.
 	retried func(attempt int, err error)
+	// observe, when set, hears of every attempt run again (ObserveRetries).
+	observe atomic.Pointer[func(op, reason string)]
 
 	mu     sync.Mutex // guards closed and the calls to active.Add
 	closed bool
@@ -136,6 +139,7 @@ func (d *DB) run(ctx context.Context, op string, mode txMode, fn func(store.Tx) 
 		case r.rerun:
 			// Not a failure: a View committed with its Prefetch read more
 			// than it. It runs again at once, which maxSpeculations bounds.
+			d.observed(op, RetryReadAhead)
 			attempt--
 			continue
 		case r.fnErr != nil:
@@ -156,6 +160,7 @@ func (d *DB) run(ctx context.Context, op string, mode txMode, fn func(store.Tx) 
 		if d.retried != nil {
 			d.retried(attempt, err)
 		}
+		d.observed(op, retryReason(err))
 		t := time.NewTimer(backoff(attempt))
 		select {
 		case <-ctx.Done():
@@ -164,6 +169,56 @@ func (d *DB) run(ctx context.Context, op string, mode txMode, fn func(store.Tx) 
 		case <-t.C:
 		}
 	}
+}
+
+// Why a transaction ran again, as ObserveRetries reports it.
+const (
+	// RetrySerialization: PostgreSQL aborted the transaction to keep
+	// transactions serializable (SQLSTATE 40001).
+	RetrySerialization = "serialization"
+	// RetryDeadlock: PostgreSQL broke a deadlock by aborting it (40P01).
+	RetryDeadlock = "deadlock"
+	// RetryConnection: the connection failed before the COMMIT, or the
+	// server went away, or could not be reached.
+	RetryConnection = "connection"
+	// RetryReadAhead: a View committed with its Prefetch read beyond it
+	// (no failure: see store.Prefetcher).
+	RetryReadAhead = "read_ahead"
+)
+
+// ObserveRetries makes f hear of every attempt of a transaction run again,
+// before it runs: op is "View", "Update" or "Batch", reason one of the
+// Retry constants. f is called on the caller's goroutine, so it must be
+// quick; it is how the gateway's metrics count retries, which callers
+// otherwise see only as latency. A later call replaces f; nil stops the
+// calls.
+func (d *DB) ObserveRetries(f func(op, reason string)) {
+	if f == nil {
+		d.observe.Store(nil)
+		return
+	}
+	d.observe.Store(&f)
+}
+
+// observed tells ObserveRetries' f, if any, of a retry.
+func (d *DB) observed(op, reason string) {
+	if f := d.observe.Load(); f != nil {
+		(*f)(op, reason)
+	}
+}
+
+// retryReason is the Retry constant of err, a failure worth another attempt.
+func retryReason(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case codeSerializationFailure:
+			return RetrySerialization
+		case codeDeadlockDetected:
+			return RetryDeadlock
+		}
+	}
+	return RetryConnection
 }
 
 // outcome is what one attempt at a transaction came to.

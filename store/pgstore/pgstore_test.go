@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chatgw/gateway/internal/pgtest"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/pgstore"
 	"github.com/chatgw/gateway/store/storetest"
@@ -165,10 +166,12 @@ func codeOf(err error) string {
 	return ""
 }
 
-// retries records the failures a DB retried.
+// retries records the failures a DB retried, and the retries
+// ObserveRetries reported ("op reason").
 type retries struct {
-	mu   sync.Mutex
-	errs []error
+	mu       sync.Mutex
+	errs     []error
+	observed []string
 }
 
 func watchRetries(db *pgstore.DB) *retries {
@@ -178,7 +181,21 @@ func watchRetries(db *pgstore.DB) *retries {
 		defer r.mu.Unlock()
 		r.errs = append(r.errs, err)
 	})
+	db.ObserveRetries(func(op, reason string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.observed = append(r.observed, op+" "+reason)
+	})
 	return r
+}
+
+// reported returns what ObserveRetries reported, and forgets it.
+func (r *retries) reported() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.observed
+	r.observed = nil
+	return out
 }
 
 // codes returns the SQLSTATEs of the retried failures.
@@ -260,6 +277,9 @@ func testSerializationFailureRetried(t *testing.T, c *pgtest.Cluster) {
 	if got := r.codes(); len(got) == 0 || got[0] != "40001" || calls.Load() < 3 {
 		t.Errorf("retried failures %v after %d calls of fn, want a serialization failure (40001) and a third call", got, calls.Load())
 	}
+	if got := r.reported(); len(got) == 0 || got[0] != "Update serialization" {
+		t.Errorf("ObserveRetries heard %q, want %q first", got, "Update serialization")
+	}
 }
 
 // testDeadlockRetried makes two Updates write the same two keys in opposite
@@ -299,9 +319,13 @@ func testDeadlockRetried(t *testing.T, c *pgtest.Cluster) {
 		})
 	}
 	wg.Wait()
-	if got := r.codes(); len(got) == 0 || (got[0] != "40P01" && got[0] != "40001") {
+	got, heard := r.codes(), r.reported()
+	switch {
+	case len(got) == 0 || (got[0] != "40P01" && got[0] != "40001"):
 		t.Errorf("retried failures %v, want a deadlock (40P01)", got)
-	} else if got[0] != "40P01" {
+	case got[0] == "40P01" && heard[0] != "Update deadlock":
+		t.Errorf("ObserveRetries heard %q, want %q first", heard, "Update deadlock")
+	case got[0] != "40P01":
 		t.Logf("the conflict was found as a serialization failure before the deadlock: %v", got)
 	}
 }
@@ -380,6 +404,7 @@ func testConnectionCut(t *testing.T, c *pgtest.Cluster) {
 	if r.count() != 3 {
 		t.Errorf("%d retries, want 3 (one per cut)", r.count())
 	}
+	testkit.Diff(t, "retries ObserveRetries heard", []string{"Update connection", "Batch connection", "View connection"}, r.reported())
 }
 
 // testFailedReadIsNotAbsence checks that a Get that failed, and so returned

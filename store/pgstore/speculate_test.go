@@ -20,6 +20,7 @@ import (
 func testSpeculativeView(t *testing.T, c *pgtest.Cluster) {
 	rt := new(roundTrips)
 	db := open(t, c.NewDatabase(t), pgstore.WithTracer(rt))
+	retried := watchRetries(db)
 	ctx := context.Background()
 	b := []byte("b")
 	head := store.Read{Bucket: b, Key: []byte("head")}
@@ -54,7 +55,9 @@ func testSpeculativeView(t *testing.T, c *pgtest.Cluster) {
 		Got        string
 		Calls      int
 		RoundTrips int64
+		Reruns     []string // as ObserveRetries reports them
 	}
+	rerun := []string{"View read_ahead"}
 	tests := []struct {
 		name string
 		fn   func(tx store.Tx, call int) (string, error)
@@ -62,7 +65,7 @@ func testSpeculativeView(t *testing.T, c *pgtest.Cluster) {
 	}{
 		{"a dependent read is read ahead the second time", func(tx store.Tx, _ int) (string, error) {
 			return follow(tx)
-		}, result{"first", 2, 2}},
+		}, result{"first", 2, 2, rerun}},
 		{"a dependent read that moves runs without speculating", func(tx store.Tx, call int) (string, error) {
 			if call == 2 { // after the first attempt read it, the head moves
 				err := db.Update(ctx, func(tx store.Tx) error { return tx.Put(head.Bucket, head.Key, []byte("v2")) })
@@ -71,13 +74,13 @@ func testSpeculativeView(t *testing.T, c *pgtest.Cluster) {
 				}
 			}
 			return follow(tx)
-		}, result{"second", 3, 2 + 1 + 3}}, // the Update, two speculations, then BEGIN with the Prefetch, the Get, COMMIT
+		}, result{"second", 3, 2 + 1 + 3, append(rerun, rerun...)}}, // the Update, two speculations, then BEGIN with the Prefetch, the Get, COMMIT
 		{"a prefix longer than its page read ahead", func(tx store.Tx, _ int) (string, error) {
 			tx.(store.Prefetcher).Prefetch(long)
 			n := 0
 			err := tx.Scan(long.Bucket, long.Key, false, func(_, _ []byte) (bool, error) { n++; return true, nil })
 			return fmt.Sprint(n, " keys"), err
-		}, result{"1100 keys", 2, 1 + 4}}, // the speculation, then BEGIN with the Prefetch (64 rows), pages of 256 and 1024, COMMIT
+		}, result{"1100 keys", 2, 1 + 4, rerun}}, // the speculation, then BEGIN with the Prefetch (64 rows), pages of 256 and 1024, COMMIT
 	}
 	for _, tt := range tests {
 		rt.n.Store(0)
@@ -87,7 +90,7 @@ func testSpeculativeView(t *testing.T, c *pgtest.Cluster) {
 			got.Got, err = tt.fn(tx, got.Calls)
 			return err
 		})
-		got.RoundTrips = rt.n.Load()
+		got.RoundTrips, got.Reruns = rt.n.Load(), retried.reported()
 		if err != nil {
 			t.Errorf("%s: View = %v", tt.name, err)
 		}

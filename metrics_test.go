@@ -385,7 +385,7 @@ func TestMetricsStoreRetriesOnPostgres(t *testing.T) {
 	}
 	rerun()
 	want := `
-# HELP chatgw_store_retries_total Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, or read_ahead (a View that read beyond its prefetch).
+# HELP chatgw_store_retries_total Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, read_ahead (a View that read beyond its prefetch) or assumption (an Update whose assumed value had changed).
 # TYPE chatgw_store_retries_total counter
 chatgw_store_retries_total{kind="view",reason="read_ahead"} 1
 `

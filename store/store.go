@@ -139,3 +139,24 @@ type Read struct {
 	Bucket, Key []byte
 	Prefix      bool
 }
+
+// Assumer is implemented by a Tx whose reads are round trips to a server
+// (store/pgstore): Assume(bucket, key, value) says that key held value (nil:
+// was absent) when the caller read it in an earlier transaction. A Get of
+// key in this transaction then answers value at once, and the transaction
+// checks the assumption along with its writes, in the same round trip,
+// instead of reading key before them. An Update that reads one record and
+// writes what follows from it (a /c1 turn's Append) is then one round trip
+// instead of two.
+//
+// Assume is a hint and changes no answer: when key no longer holds value,
+// the transaction is rolled back and fn runs again without the assumption,
+// reading key as usual (see Store: fn may run more than once), so only a
+// run whose assumptions held, or that made none, counts. It is honoured in
+// an Update or Batch before the transaction's first write, and ignored in a
+// View or after a write. The Tx may keep the slices until it ends: the
+// caller must not change them. Callers test for the interface, as for
+// Prefetcher.
+type Assumer interface {
+	Assume(bucket, key, value []byte)
+}

@@ -132,7 +132,8 @@ func (m *Metrics) StoreTx(kind string, d time.Duration) {
 
 // StoreRetry records a store transaction of kind (StoreView, StoreUpdate,
 // StoreBatch) run again for reason (RetrySerialization, RetryDeadlock,
-// RetryConnection, RetryReadAhead); other values count as Other.
+// RetryConnection, RetryReadAhead, RetryAssumption); other values count as
+// Other.
 func (m *Metrics) StoreRetry(kind, reason string) {
 	if m == nil {
 		return
@@ -143,7 +144,7 @@ func (m *Metrics) StoreRetry(kind, reason string) {
 		kind = Other
 	}
 	switch reason {
-	case RetrySerialization, RetryDeadlock, RetryConnection, RetryReadAhead:
+	case RetrySerialization, RetryDeadlock, RetryConnection, RetryReadAhead, RetryAssumption:
 	default:
 		reason = Other
 	}

@@ -64,6 +64,7 @@ const (
 	RetryDeadlock      = "deadlock"
 	RetryConnection    = "connection"
 	RetryReadAhead     = "read_ahead"
+	RetryAssumption    = "assumption"
 )
 
 // Config configures New.
@@ -210,7 +211,7 @@ func New(cfg Config) (*Metrics, error) {
 	})
 	m.storeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chatgw_store_retries_total",
-		Help: "Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, or read_ahead (a View that read beyond its prefetch).",
+		Help: "Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, read_ahead (a View that read beyond its prefetch) or assumption (an Update whose assumed value had changed).",
 	}, []string{labelKind, labelReason})
 	m.guard = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chatgw_content_guard_decisions_total",

@@ -228,6 +228,7 @@ func TestStoreAndGuard(t *testing.T) {
 	m.StoreRetry(metrics.StoreBatch, metrics.RetrySerialization)
 	m.StoreRetry(metrics.StoreUpdate, metrics.RetryDeadlock)
 	m.StoreRetry(metrics.StoreUpdate, metrics.RetryConnection)
+	m.StoreRetry(metrics.StoreBatch, metrics.RetryAssumption)
 	m.StoreRetry("<kind>", "<reason>")
 	m.RateLimitBypassed("acme")
 	r := m.Begin(time.Now())
@@ -259,12 +260,13 @@ chatgw_store_group_commit_batch_size_bucket{le="256"} 1
 chatgw_store_group_commit_batch_size_bucket{le="+Inf"} 1
 chatgw_store_group_commit_batch_size_sum 3
 chatgw_store_group_commit_batch_size_count 1
-# HELP chatgw_store_retries_total Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, or read_ahead (a View that read beyond its prefetch).
+# HELP chatgw_store_retries_total Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, read_ahead (a View that read beyond its prefetch) or assumption (an Update whose assumed value had changed).
 # TYPE chatgw_store_retries_total counter
 chatgw_store_retries_total{kind="view",reason="read_ahead"} 1
 chatgw_store_retries_total{kind="batch",reason="serialization"} 2
 chatgw_store_retries_total{kind="update",reason="deadlock"} 1
 chatgw_store_retries_total{kind="update",reason="connection"} 1
+chatgw_store_retries_total{kind="batch",reason="assumption"} 1
 chatgw_store_retries_total{kind="_OTHER",reason="_OTHER"} 1
 `, "chatgw_content_guard_decisions_total", "chatgw_rate_limit_bypassed_total", "chatgw_store_group_commit_batch_size",
 		"chatgw_store_retries_total")

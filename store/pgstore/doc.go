@@ -71,6 +71,15 @@
 // one round trip instead of nine, two when a stored prompt or memory entries
 // must be followed.
 //
+// A Tx is a store.Assumer too: in an Update, Assume(bucket, key, value)
+// answers the Gets of key with value, and sends, ahead of the writes, a check
+// (chatgw_expect, a function of migration 0003) that fails the transaction
+// with SQLSTATE CGW01 when key holds something else. A /c1 turn's Append,
+// which reads the conversation's record that the turn's View read before,
+// is then one round trip: BEGIN, the check, the writes and COMMIT. When the
+// check fails (another turn of the conversation came in between) the
+// transaction is rolled back and fn runs again at once without assuming.
+//
 // Views are SERIALIZABLE too, not REPEATABLE READ. REPEATABLE READ would
 // give a View a snapshot of committed transactions, but not always a state
 // that some serial order of the writers passes through: PostgreSQL's SSI

@@ -129,17 +129,15 @@ func (d *DB) run(ctx context.Context, op string, mode txMode, fn func(store.Tx) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var spec *speculation
-	if mode.readOnly {
-		spec = new(speculation)
-	}
+	spec := new(speculation)
 	for attempt := 1; ; attempt++ {
 		r := d.attempt(ctx, mode, fn, spec)
 		switch {
-		case r.rerun:
+		case r.rerun != "":
 			// Not a failure: a View committed with its Prefetch read more
-			// than it. It runs again at once, which maxSpeculations bounds.
-			d.observed(op, RetryReadAhead)
+			// than it, or an Update's assumption did not hold. It runs
+			// again at once, which speculation bounds.
+			d.observed(op, r.rerun)
 			attempt--
 			continue
 		case r.fnErr != nil:
@@ -184,6 +182,9 @@ const (
 	// RetryReadAhead: a View committed with its Prefetch read beyond it
 	// (no failure: see store.Prefetcher).
 	RetryReadAhead = "read_ahead"
+	// RetryAssumption: a value an Update assumed had changed (no failure:
+	// see store.Assumer).
+	RetryAssumption = "assumption"
 )
 
 // ObserveRetries makes f hear of every attempt of a transaction run again,
@@ -223,10 +224,10 @@ func retryReason(err error) string {
 
 // outcome is what one attempt at a transaction came to.
 type outcome struct {
-	fnErr error // fn's own error: the transaction was rolled back
-	err   error // the store's failure: nil when the transaction committed
-	retry bool  // err left nothing behind and is worth another attempt
-	rerun bool  // err is errMissed: run fn again, learning from the miss
+	fnErr error  // fn's own error: the transaction was rolled back
+	err   error  // the store's failure: nil when the transaction committed
+	retry bool   // err left nothing behind and is worth another attempt
+	rerun string // why fn runs again at once, learning from this attempt: RetryReadAhead or RetryAssumption
 }
 
 // attempt runs fn in one transaction on a connection of the pool (BEGIN
@@ -245,7 +246,11 @@ func (d *DB) attempt(ctx context.Context, mode txMode, fn func(store.Tx) error, 
 	switch {
 	case t.early && errors.Is(t.err, errMissed):
 		// The View committed with its Prefetch, and fn read beyond it.
-		return outcome{err: t.err, rerun: true}
+		return outcome{err: t.err, rerun: RetryReadAhead}
+	case assumptionFailed(t.err):
+		t.rollback()
+		spec.noAssume = true
+		return outcome{err: t.err, rerun: RetryAssumption}
 	case t.err != nil:
 		// A statement failed, so the transaction is lost, whatever fn made
 		// of it (a failed Get looked like an absent key). Nothing was
@@ -263,6 +268,10 @@ func (d *DB) attempt(ctx context.Context, mode txMode, fn func(store.Tx) error, 
 	t.rollback()
 	var pgErr *pgconn.PgError
 	switch {
+	case assumptionFailed(err):
+		// Its writes went with the check, which refused them all.
+		spec.noAssume = true
+		return outcome{err: err, rerun: RetryAssumption}
 	case errors.As(err, &pgErr) || errors.Is(err, pgx.ErrTxCommitRollback):
 		// PostgreSQL refused a write or the COMMIT: the transaction was
 		// rolled back, and a serialization failure, a deadlock or the

@@ -61,6 +61,7 @@ func TestStore(t *testing.T) {
 		{"KeyTooLongForTheIndex", testKeyTooLong},
 		{"RoundTrips", testRoundTrips},
 		{"SpeculativeView", testSpeculativeView},
+		{"AssumptionRetried", testAssumptionRetried},
 		{"RateLimitSharedByGateways", testRateShared},
 		{"RateLimitConcurrent", testRateConcurrent},
 		{"RateLimitRefillAndChange", testRateRefillAndChange},

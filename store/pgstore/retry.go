@@ -17,7 +17,16 @@ const (
 	codeAdminShutdown        = "57P01" // the session was terminated (pg_terminate_backend, fast shutdown)
 	codeCrashShutdown        = "57P02"
 	codeCannotConnectNow     = "57P03" // the server is starting up or shutting down
+	codeAssumption           = "CGW01" // chatgw_expect: an assumed value changed (migrations/0003_expect.sql)
 )
+
+// assumptionFailed reports whether err is the check of an assumption that
+// did not hold (store.Assumer): the transaction was refused, and runs again
+// without assuming.
+func assumptionFailed(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeAssumption
+}
 
 // serialization reports whether PostgreSQL aborted the transaction to keep
 // transactions serializable: a serialization failure or a deadlock. The

@@ -40,6 +40,20 @@ func testRoundTrips(t *testing.T, c *pgtest.Cluster) {
 	b := []byte("b")
 	put := func(tx store.Tx, k string) error { return tx.Put(b, []byte(k), []byte("v")) }
 	seed := func(tx store.Tx) error { return put(tx, "k") }
+	// appendLike is an Append: a read, then five writes; assuming the
+	// read's answer when assumed is not nil.
+	appendLike := func(tx store.Tx, assumed []byte) error {
+		if assumed != nil {
+			tx.(store.Assumer).Assume(b, []byte("k"), assumed)
+		}
+		tx.Get(b, []byte("k"))
+		for _, k := range []string{"m1", "m2", "i1", "i2"} {
+			if err := put(tx, k); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(b, []byte("old"))
+	}
 	tests := []struct {
 		name string
 		run  func(context.Context, func(store.Tx) error) error
@@ -78,14 +92,12 @@ func testRoundTrips(t *testing.T, c *pgtest.Cluster) {
 			tx.Get(b, []byte("k"))
 			return nil
 		}},
-		{"Update: a Get then five writes (an Append)", db.Update, func(tx store.Tx) error {
-			tx.Get(b, []byte("k"))
-			for _, k := range []string{"m1", "m2", "i1", "i2"} {
-				if err := put(tx, k); err != nil {
-					return err
-				}
-			}
-			return tx.Delete(b, []byte("old"))
+		{"Update: a Get then five writes (an Append)", db.Update, func(tx store.Tx) error { return appendLike(tx, nil) }},
+		{"Update: an Assume that holds, its Get, then five writes", db.Update, func(tx store.Tx) error {
+			return appendLike(tx, []byte("v"))
+		}},
+		{"Update: an Assume that does not hold, its Get, then five writes", db.Update, func(tx store.Tx) error {
+			return appendLike(tx, []byte("stale"))
 		}},
 		{"Update: writes only", db.Update, func(tx store.Tx) error { return put(tx, "w") }},
 		{"Update: nothing", db.Update, func(store.Tx) error { return nil }},
@@ -106,14 +118,16 @@ func testRoundTrips(t *testing.T, c *pgtest.Cluster) {
 		"View: one Get":  2, // BEGIN with the Get, COMMIT
 		"View: two Gets": 3,
 		"View: a Scan":   2,
-		"View: a Prefetch of two Gets and a Scan, then those reads": 1, // BEGIN, the three reads and COMMIT at once
-		"View: a Prefetch, then a Get it did not read":              2, // again, with that Get in the Prefetch
-		"View: a Prefetch, then a reverse Scan":                     4, // then as without speculating: BEGIN with the Prefetch, the Scan, COMMIT
-		"View: a Get, then a Prefetch":                              3, // BEGIN with the Get, the Prefetch, COMMIT
-		"Update: a Prefetch":                                        2, // an Update never commits early
-		"Update: a Get then five writes (an Append)":                2, // BEGIN with the Get; the writes with COMMIT
-		"Update: writes only":                                       1, // BEGIN, the writes and COMMIT at once
-		"Update: nothing":                                           0,
+		"View: a Prefetch of two Gets and a Scan, then those reads":       1, // BEGIN, the three reads and COMMIT at once
+		"View: a Prefetch, then a Get it did not read":                    2, // again, with that Get in the Prefetch
+		"View: a Prefetch, then a reverse Scan":                           4, // then as without speculating: BEGIN with the Prefetch, the Scan, COMMIT
+		"View: a Get, then a Prefetch":                                    3, // BEGIN with the Get, the Prefetch, COMMIT
+		"Update: a Prefetch":                                              2, // an Update never commits early
+		"Update: a Get then five writes (an Append)":                      2, // BEGIN with the Get; the writes with COMMIT
+		"Update: an Assume that holds, its Get, then five writes":         1, // BEGIN, the check, the writes and COMMIT at once
+		"Update: an Assume that does not hold, its Get, then five writes": 4, // refused, ROLLBACK, then as without it
+		"Update: writes only":                                             1, // BEGIN, the writes and COMMIT at once
+		"Update: nothing":                                                 0,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("round trips per transaction (-want +got):\n%s", diff)

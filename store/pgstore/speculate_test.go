@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/chatgw/gateway/internal/pgtest"
+	"github.com/chatgw/gateway/internal/testkit"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/pgstore"
 )
@@ -98,4 +99,33 @@ func testSpeculativeView(t *testing.T, c *pgtest.Cluster) {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}
+}
+
+// testAssumptionRetried: an Update whose assumption does not hold runs again
+// at once without it, which ObserveRetries hears of, and commits what the
+// second run wrote.
+func testAssumptionRetried(t *testing.T, c *pgtest.Cluster) {
+	db := open(t, c.NewDatabase(t))
+	retried := watchRetries(db)
+	ctx := context.Background()
+	if err := db.Update(ctx, func(tx store.Tx) error { return putInt(tx, "counter", 5) }); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	err := db.Update(ctx, func(tx store.Tx) error {
+		calls++
+		tx.(store.Assumer).Assume([]byte("b"), []byte("counter"), []byte("1")) // stale
+		n, err := getInt(tx, "counter")
+		if err != nil {
+			return err
+		}
+		return putInt(tx, "counter", n+1)
+	})
+	if err != nil || calls != 2 {
+		t.Errorf("Update with a stale assumption = %v after %d calls, want nil after 2", err, calls)
+	}
+	if n := readInt(t, db, "counter"); n != 6 {
+		t.Errorf("counter = %d, want 6: the increment of the value stored, not of the one assumed", n)
+	}
+	testkit.Diff(t, "retries ObserveRetries heard", []string{"Update assumption"}, retried.reported())
 }

@@ -22,6 +22,10 @@ const (
 	sqlPut    = `INSERT INTO chatgw_kv (bucket, key, value) VALUES ($1, $2, $3) ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value`
 	sqlDelete = `DELETE FROM chatgw_kv WHERE bucket = $1 AND key = $2`
 
+	// sqlExpect checks an assumption (store.Assumer); it fails with
+	// codeAssumption when it does not hold.
+	sqlExpect = `SELECT chatgw_expect($1, $2, $3)`
+
 	sqlScanRange    = `SELECT key, value FROM chatgw_kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4`
 	sqlScanFrom     = `SELECT key, value FROM chatgw_kv WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3`
 	sqlScanRangeRev = `SELECT key, value FROM chatgw_kv WHERE bucket = $1 AND key >= $2 AND key < $3 ORDER BY key DESC LIMIT $4`
@@ -69,7 +73,9 @@ type tx struct {
 	begun    bool   // BEGIN was sent: the connection may be in a transaction
 	readOnly bool
 	writes   []write   // writes not sent yet, in order
-	ahead    []fetched // what Prefetch read; dropped by a write
+	wrote    bool      // a Put or Delete was made
+	ahead    []fetched // what Prefetch read, or Assume assumed; dropped by a write
+	checks   []fetched // assumptions whose check was not sent yet
 	err      error     // the first failure of a statement
 	connLost bool      // err came with the connection's end
 	ended    bool
@@ -81,7 +87,9 @@ type tx struct {
 	early bool
 }
 
-// speculation lets a View that begins with a Prefetch commit in that
+// speculation is what the attempts of a transaction learn of its reads.
+//
+// It lets a View that begins with a Prefetch commit in that
 // Prefetch's round trip: BEGIN, the reads and COMMIT go out in one batch,
 // and fn's Gets and Scans are answered from them. A View that then reads
 // something the Prefetch did not is not wrong but incomplete: its attempt
@@ -94,10 +102,15 @@ type tx struct {
 // This keeps the View's promise: an attempt's answers count only when every
 // read fn made was answered by the batch, which is one committed
 // SERIALIZABLE READ ONLY transaction.
+//
+// In an Update it takes the values fn assumes (store.Assumer) for read, and
+// checks them with the writes; when one no longer holds (codeAssumption),
+// the next attempts assume nothing.
 type speculation struct {
-	off   bool         // the next attempts do not speculate
-	tries int          // attempts that speculated
-	extra []store.Read // what the last attempt missed, for the next Prefetch
+	off      bool         // the next attempts do not speculate
+	tries    int          // attempts that speculated
+	extra    []store.Read // what the last attempt missed, for the next Prefetch
+	noAssume bool         // an assumption failed: Assume is ignored from now on
 }
 
 // maxSpeculations bounds the attempts of a View that speculate: the first,
@@ -128,6 +141,10 @@ func (t *tx) send(queue func(b *pgx.Batch)) error {
 		b.Queue(t.begin)
 		t.begun = true
 	}
+	for _, c := range t.checks { // ahead of the writes, which may change the key
+		b.Queue(sqlExpect, c.read.Bucket, c.read.Key, c.value)
+	}
+	t.checks = t.checks[:0]
 	for _, w := range t.writes {
 		if w.value == nil {
 			b.Queue(sqlDelete, w.bucket, w.key)
@@ -145,7 +162,7 @@ func (t *tx) send(queue func(b *pgx.Batch)) error {
 // says of what came after. A transaction that sent nothing has nothing to
 // commit.
 func (t *tx) commit() (committed bool, err error) {
-	if t.early || (!t.begun && len(t.writes) == 0) {
+	if t.early || (!t.begun && len(t.writes) == 0 && len(t.checks) == 0) {
 		return true, nil
 	}
 	err = t.send(func(b *pgx.Batch) {
@@ -259,14 +276,18 @@ func (t *tx) Prefetch(reads ...store.Read) {
 		t.fail("Prefetch", err)
 		return
 	}
-	t.ahead, t.early = ahead, early
+	if t.early = early; t.ahead == nil {
+		t.ahead = ahead
+	} else {
+		t.ahead = append(t.ahead, ahead...) // after what Assume assumed
+	}
 }
 
 // speculates reports whether a Prefetch now may commit the transaction with
-// its reads: it is a View's first statement, and the View's attempts have
-// not given up speculating.
+// its reads: it is a View's first statement (never an Update's: its writes
+// would be lost), and the View's attempts have not given up speculating.
 func (t *tx) speculates() bool {
-	return t.spec != nil && !t.spec.off && t.spec.tries < maxSpeculations && !t.begun && len(t.writes) == 0
+	return t.readOnly && !t.spec.off && t.spec.tries < maxSpeculations && !t.begun
 }
 
 // queueAhead queues the reads of ahead, each answered into its element: a
@@ -316,6 +337,20 @@ func (t *tx) lookAhead(bucket, key []byte, prefix bool) *fetched {
 	return nil
 }
 
+// Assume takes value for what key holds in bucket (nil: absent), to be
+// checked with the transaction's next batch (store.Assumer). It is ignored
+// in a View, after a write, and once an assumption of the transaction's
+// earlier attempts failed.
+func (t *tx) Assume(bucket, key, value []byte) {
+	t.check()
+	if t.readOnly || t.wrote || t.err != nil || t.spec.noAssume || !storable(bucket, key) {
+		return
+	}
+	f := fetched{read: store.Read{Bucket: bucket, Key: key}, value: value}
+	t.ahead = append(t.ahead, f)
+	t.checks = append(t.checks, f)
+}
+
 func (t *tx) Put(bucket, key, value []byte) error {
 	t.check()
 	if t.readOnly {
@@ -328,7 +363,7 @@ func (t *tx) Put(bucket, key, value []byte) error {
 		return t.err
 	}
 	t.writes = append(t.writes, write{bytes.Clone(bucket), bytes.Clone(key), append([]byte{}, value...)})
-	t.ahead = nil
+	t.ahead, t.wrote = nil, true
 	return nil
 }
 
@@ -344,7 +379,7 @@ func (t *tx) Delete(bucket, key []byte) error {
 		return nil
 	}
 	t.writes = append(t.writes, write{bucket: bytes.Clone(bucket), key: bytes.Clone(key)})
-	t.ahead = nil
+	t.ahead, t.wrote = nil, true
 	return nil
 }
 

@@ -84,9 +84,21 @@ func testPrefetch(t *testing.T, s store.Store) {
 }
 
 // testPrefetchAndWrites checks that a transaction's reads see its writes
-// made before and after a Prefetch of the same keys.
+// made before and after a Prefetch of the same keys, and that an Update that
+// begins with a Prefetch commits its writes.
 func testPrefetchAndWrites(t *testing.T, s store.Store) {
 	putShuffled(t, s, "p", scanKeys)
+	update(t, s, func(tx store.Tx) error {
+		pf, ok := tx.(store.Prefetcher)
+		if !ok {
+			t.Skip("the store's Tx does not implement store.Prefetcher")
+		}
+		pf.Prefetch(store.Read{Bucket: []byte("p"), Key: []byte("abc")})
+		return tx.Put([]byte("p"), []byte("first"), tx.Get([]byte("p"), []byte("abc")))
+	})
+	if got, _ := get(t, s, "p", "first"); got != "vabc" {
+		t.Errorf("an Update that began with a Prefetch wrote %q, want %q", got, "vabc")
+	}
 	update(t, s, func(tx store.Tx) error {
 		pf, ok := tx.(store.Prefetcher)
 		if !ok {

@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"SnapshotReads", testSnapshotReads},
 		{"Prefetch", testPrefetch},
 		{"PrefetchAndWrites", testPrefetchAndWrites},
+		{"Assume", testAssume},
 		{"CanceledContext", testCanceledContext},
 		{"Close", testClose},
 		{"CloseWhileBusy", testCloseWhileBusy},

@@ -358,7 +358,9 @@ func TestIndexNegotiates(t *testing.T) {
 // TestC1ReadsAhead checks that a /c1 turn names its reads ahead: on a store
 // that reads ahead (pgstore) every read of its read transaction then comes
 // in one round trip, but for those that depend on what was read (a stored
-// prompt's current version, the entries of a memory bucket that has some).
+// prompt's current version, the entries of a memory bucket that has some);
+// and that its Append assumes the conversation's record the read saw
+// (store.Assumer) rather than reading it again.
 func TestC1ReadsAhead(t *testing.T) {
 	ra := &testkit.ReadAhead{Store: memstore.New()}
 	e := newEnv(t, gateway.WithStore(ra))

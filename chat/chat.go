@@ -23,19 +23,24 @@ import (
 type History interface {
 	// LoadTx returns, in tx, a read transaction of Config.Store, the stored
 	// messages of conversation id of user in tenant, oldest first, the
-	// conversation's system prompt (role system) first when one was stored. A
-	// conversation never stored returns (nil, nil). One of another user
-	// returns an *errcat.Error conversation_not_found; a store failure an
-	// *errcat.Error storage_error.
-	LoadTx(tx store.Tx, tenant, user, id string) ([]json.RawMessage, error)
+	// conversation's system prompt (role system) first when one was stored,
+	// and seen, what it saw of the conversation for Append (opaque; nil when
+	// there is nothing to hand on). A conversation never stored returns no
+	// messages. One of another user returns an *errcat.Error
+	// conversation_not_found; a store failure an *errcat.Error
+	// storage_error.
+	LoadTx(tx store.Tx, tenant, user, id string) (msgs []json.RawMessage, seen []byte, err error)
 	// AppendReads appends to dst the reads LoadTx makes of conversation id
 	// of tenant, for a store that reads ahead (store.Prefetcher).
 	AppendReads(dst []store.Read, tenant, id string) []store.Read
 	// Append stores msgs at the end of the conversation in one durable
 	// transaction, creating it for user when it does not exist, in which case a
 	// non-empty systemPrompt is stored first; systemPrompt is ignored for an
-	// existing conversation. Errors as LoadTx's.
-	Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, systemPrompt string) error
+	// existing conversation. seen is what the turn's LoadTx saw (or nil), so
+	// that a store on a server need not read the conversation again before
+	// writing (store.Assumer); the outcome is the same whatever seen says.
+	// Errors as LoadTx's.
+	Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, systemPrompt string, seen []byte) error
 }
 
 // Config configures the chat family.

@@ -42,7 +42,7 @@ func (s *Service) relay(w http.ResponseWriter, r *http.Request, resp *upstream.R
 // otherwise.
 func (s *Service) commit(ctx context.Context, t *turn, c *relay.Capture) error {
 	err := s.history.Append(ctx, t.tenant, t.user, t.id,
-		[]json.RawMessage{t.userMsg, assistantMessage(c)}, t.newSystemPrompt)
+		[]json.RawMessage{t.userMsg, assistantMessage(c)}, t.newSystemPrompt, t.seen)
 	if err == nil {
 		return nil
 	}

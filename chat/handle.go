@@ -29,6 +29,7 @@ type turn struct {
 	alias            string
 	newSystemPrompt  string          // stored with the turn when the conversation is new
 	userMsg          json.RawMessage // the current user message, stored with the reply
+	seen             []byte          // what read saw of the conversation, for History.Append
 	trimmed          bool            // history was left out by keep_last_turns
 }
 
@@ -157,6 +158,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 	}
 	q := t.q
 	t.alias = resolveAlias(q.Model, q.Provider, st.cfg.DefaultModel)
+	t.seen = st.seen
 	history := st.history
 	if len(history) == 0 && q.SystemPrompt != nil && *q.SystemPrompt != "" {
 		t.newSystemPrompt = *q.SystemPrompt
@@ -206,6 +208,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 type stored struct {
 	cfg     tenantconfig.Config
 	history []json.RawMessage
+	seen    []byte // History.LoadTx's, for Append
 	system  string // the injected system text, "" for none
 }
 
@@ -223,7 +226,7 @@ func (s *Service) read(ctx context.Context, t *turn) (stored, error) {
 		if st.cfg, err = tenantconfig.LoadTx(tx, t.principal.Tenant); err != nil {
 			return errcat.Storage(fmt.Errorf("chat: tenant config: %w", err))
 		}
-		if st.history, err = s.history.LoadTx(tx, t.tenant, t.user, t.id); err != nil {
+		if st.history, st.seen, err = s.history.LoadTx(tx, t.tenant, t.user, t.id); err != nil {
 			return err
 		}
 		if s.inject == nil {

@@ -16,15 +16,15 @@ type fixedHistory struct {
 	msgs []string
 }
 
-func (h *fixedHistory) LoadTx(store.Tx, string, string, string) ([]json.RawMessage, error) {
+func (h *fixedHistory) LoadTx(store.Tx, string, string, string) ([]json.RawMessage, []byte, error) {
 	out := make([]json.RawMessage, len(h.msgs))
 	for i, m := range h.msgs {
 		out[i] = json.RawMessage(m)
 	}
-	return out, nil
+	return out, nil, nil
 }
 
-func (h *fixedHistory) Append(context.Context, string, string, string, []json.RawMessage, string) error {
+func (h *fixedHistory) Append(context.Context, string, string, string, []json.RawMessage, string, []byte) error {
 	return nil
 }
 

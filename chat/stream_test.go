@@ -267,9 +267,9 @@ type slowHistory struct {
 	committed atomic.Bool
 }
 
-func (h *slowHistory) Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, sys string) error {
+func (h *slowHistory) Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, sys string, seen []byte) error {
 	time.Sleep(20 * time.Millisecond)
-	err := h.History.Append(ctx, tenant, user, id, msgs, sys)
+	err := h.History.Append(ctx, tenant, user, id, msgs, sys, seen)
 	h.committed.Store(err == nil)
 	return err
 }

@@ -75,7 +75,7 @@ func BenchmarkAppendTurn(b *testing.B) {
 		repo := conversation.NewRepository(openBolt(b), clock.Wall{})
 		err := parallel(convs, func(i int) error {
 			for range 50 {
-				if err := repo.Append(ctx, "t1", "alice", fmt.Sprint("c", i), turnMsgs, ""); err != nil {
+				if err := repo.Append(ctx, "t1", "alice", fmt.Sprint("c", i), turnMsgs, "", nil); err != nil {
 					return err
 				}
 			}
@@ -91,7 +91,7 @@ func BenchmarkAppendTurn(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if err := repo.Append(ctx, "t1", "alice", "c0", turnMsgs, ""); err != nil {
+			if err := repo.Append(ctx, "t1", "alice", "c0", turnMsgs, "", nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -105,7 +105,7 @@ func BenchmarkAppendTurn(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			conv := fmt.Sprint("c", (id.Add(1)-1)%64)
 			for pb.Next() {
-				if err := repo.Append(ctx, "t1", "alice", conv, turnMsgs, ""); err != nil {
+				if err := repo.Append(ctx, "t1", "alice", conv, turnMsgs, "", nil); err != nil {
 					b.Error(err)
 					return
 				}
@@ -127,7 +127,7 @@ func BenchmarkList50(b *testing.B) {
 		if i >= mine {
 			user, id = fmt.Sprint("user", i%others), fmt.Sprint("o", i)
 		}
-		return repo.Append(ctx, "t1", user, id, turnMsgs, "")
+		return repo.Append(ctx, "t1", user, id, turnMsgs, "", nil)
 	})
 	if err != nil {
 		b.Fatal(err)

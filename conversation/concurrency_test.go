@@ -16,8 +16,9 @@ import (
 )
 
 // TestConcurrentAppends appends turns from many goroutines, to one conversation
-// and to many, through group commit on boltstore and on memstore: no turn is
-// lost or split, and counts and the index agree with the messages.
+// and to many, through group commit on boltstore and on memstore, and with
+// what each turn's read saw on PostgreSQL: no turn is lost or split, and
+// counts and the index agree with the messages.
 func TestConcurrentAppends(t *testing.T) {
 	stores := map[string]func(t *testing.T) store.Store{
 		"mem": func(t *testing.T) store.Store { return memstore.New() },
@@ -28,6 +29,9 @@ func TestConcurrentAppends(t *testing.T) {
 			}
 			return db
 		},
+		// Where the turns' Appends assume what their reads saw, and often
+		// see it changed by another worker's turn.
+		"pg": openPG,
 	}
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
@@ -45,7 +49,12 @@ func TestConcurrentAppends(t *testing.T) {
 								json.RawMessage(fmt.Sprintf(`{"role":"user","content":"w%d t%d"}`, w, i)),
 								json.RawMessage(fmt.Sprintf(`{"role":"assistant","content":"w%d t%d"}`, w, i)),
 							}
-							if err := repo.Append(ctx, "t1", "alice", id, msgs, "sys"); err != nil {
+							seen, err := seenBy(ctx, st, repo, "t1", "alice", id)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if err := repo.Append(ctx, "t1", "alice", id, msgs, "sys", seen); err != nil {
 								t.Error(err)
 								return
 							}

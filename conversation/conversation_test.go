@@ -77,7 +77,7 @@ func (e *env) raw(t *testing.T, method, target, tenant, user string) (int, strin
 func (e *env) turn(t *testing.T, tenant, user, id, text, sys string) {
 	t.Helper()
 	err := e.svc.Append(context.Background(), tenant, user, id,
-		[]json.RawMessage{wire.TextMessage("user", text), wire.TextMessage("assistant", "re: "+text)}, sys)
+		[]json.RawMessage{wire.TextMessage("user", text), wire.TextMessage("assistant", "re: "+text)}, sys, nil)
 	if err != nil {
 		t.Fatalf("Append(%s/%s/%s): %v", tenant, user, id, err)
 	}
@@ -125,7 +125,7 @@ func TestOwnership(t *testing.T) {
 	if _, err := e.svc.Load(ctx, "t1", "bob", "c1"); errcat.CodeOf(err) != errcat.ConversationNotFound {
 		t.Errorf("Load(bob) error = %v; want conversation_not_found", err)
 	}
-	err := e.svc.Append(ctx, "t1", "bob", "c1", []json.RawMessage{wire.TextMessage("user", "x")}, "")
+	err := e.svc.Append(ctx, "t1", "bob", "c1", []json.RawMessage{wire.TextMessage("user", "x")}, "", nil)
 	if errcat.CodeOf(err) != errcat.ConversationNotFound {
 		t.Errorf("Append(bob) error = %v; want conversation_not_found", err)
 	}
@@ -178,7 +178,7 @@ func TestGet(t *testing.T) {
 	e.turn(t, "t1", "alice", "c1", "hello", "sys")
 	parts := json.RawMessage(`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}`)
 	calls := json.RawMessage(`{"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]}`)
-	if err := e.svc.Append(context.Background(), "t1", "alice", "c1", []json.RawMessage{parts, calls}, ""); err != nil {
+	if err := e.svc.Append(context.Background(), "t1", "alice", "c1", []json.RawMessage{parts, calls}, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	status, body := e.do(t, "GET", "/c1/conversations/c1", "t1", "alice")
@@ -377,7 +377,7 @@ func TestStorageError(t *testing.T) {
 		}
 	}
 	e.st.FailNext(errDisk)
-	err := e.svc.Append(context.Background(), "t1", "alice", "c1", []json.RawMessage{wire.TextMessage("user", "x")}, "")
+	err := e.svc.Append(context.Background(), "t1", "alice", "c1", []json.RawMessage{wire.TextMessage("user", "x")}, "", nil)
 	if errcat.CodeOf(err) != errcat.StorageError || !errors.Is(err, errDisk) {
 		t.Errorf("Append error = %v; want storage_error wrapping the cause", err)
 	}

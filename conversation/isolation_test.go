@@ -142,7 +142,7 @@ func useID(tenant string) []step {
 			if _, body := e.do(t, "DELETE", "/c1/conversations/T-1001", tenant, "bob"); body["deleted"] != 0.0 {
 				t.Errorf("%s bob DELETE = %v; want deleted 0", tenant, body)
 			}
-			err := e.svc.Append(ctx, tenant, "bob", "T-1001", []json.RawMessage{wire.TextMessage("user", "x")}, "")
+			err := e.svc.Append(ctx, tenant, "bob", "T-1001", []json.RawMessage{wire.TextMessage("user", "x")}, "", nil)
 			if errcat.CodeOf(err) != errcat.ConversationNotFound {
 				t.Errorf("%s bob Append = %v; want conversation_not_found", tenant, err)
 			}

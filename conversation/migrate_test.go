@@ -88,7 +88,7 @@ func TestMigrateLayout1(t *testing.T) {
 	// globex takes acme's T-1001 and bob's tícket ü, through the same alice;
 	// acme's answers stay as they were.
 	for _, id := range []string{"T-1001", "tícket ü"} {
-		if err := repo.Append(ctx, "globex", "alice", id, []json.RawMessage{wire.TextMessage("user", "globex's "+id)}, ""); err != nil {
+		if err := repo.Append(ctx, "globex", "alice", id, []json.RawMessage{wire.TextMessage("user", "globex's "+id)}, "", nil); err != nil {
 			t.Fatalf("globex Append(%s): %v", id, err)
 		}
 		got, err := repo.Load(ctx, "globex", "alice", id)

@@ -81,7 +81,11 @@ func storageErr(op string, err error) error {
 }
 
 func getMeta(tx store.Tx, key []byte) (*meta, error) {
-	v := tx.Get(bucketMeta, key)
+	return decodeMeta(tx.Get(bucketMeta, key))
+}
+
+// decodeMeta decodes a meta record; v nil (absent) is a nil *meta.
+func decodeMeta(v []byte) (*meta, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -90,6 +94,35 @@ func getMeta(tx store.Tx, key []byte) (*meta, error) {
 		return nil, fmt.Errorf("decode meta: %w", err)
 	}
 	return m, nil
+}
+
+// The seen of LoadTx, for Append, is the conversation's meta record as read
+// (a copy), or an empty slice when it was absent; nil says nothing. It is
+// handed on only on a store that can check it instead of reading the record
+// again (store.Assumer): elsewhere it would cost a copy for nothing.
+
+// seenOf is the seen of meta record v in tx.
+func seenOf(tx store.Tx, v []byte) []byte {
+	if _, ok := tx.(store.Assumer); !ok {
+		return nil
+	}
+	if v == nil {
+		return []byte{}
+	}
+	return bytes.Clone(v)
+}
+
+// assumeSeen has tx assume the meta record at key is what seen says, when
+// seen says something and tx can check it.
+func assumeSeen(tx store.Tx, key, seen []byte) {
+	a, ok := tx.(store.Assumer)
+	switch {
+	case !ok || seen == nil:
+	case len(seen) == 0:
+		a.Assume(bucketMeta, key, nil)
+	default:
+		a.Assume(bucketMeta, key, seen)
+	}
 }
 
 // Load returns the stored messages of conversation id, oldest first: the
@@ -103,7 +136,7 @@ func (r *Repository) Load(ctx context.Context, tenant, user, id string) ([]json.
 	var msgs []json.RawMessage
 	err := r.st.View(ctx, func(tx store.Tx) error {
 		var err error
-		msgs, err = r.LoadTx(tx, tenant, user, id)
+		msgs, _, err = r.LoadTx(tx, tenant, user, id)
 		return err
 	})
 	if err != nil {
@@ -114,23 +147,24 @@ func (r *Repository) Load(ctx context.Context, tenant, user, id string) ([]json.
 
 // LoadTx is Load in the caller's read transaction of the repository's store
 // (a /c1 turn reads the tenant's config, the history and the injected
-// prompts in one), with the same answers and errors.
-func (r *Repository) LoadTx(tx store.Tx, tenant, user, id string) ([]json.RawMessage, error) {
+// prompts in one), with the same answers and errors. seen is for Append,
+// opaque to the caller.
+func (r *Repository) LoadTx(tx store.Tx, tenant, user, id string) (msgs []json.RawMessage, seen []byte, err error) {
 	p := convPrefix(tenant, id)
-	m, err := getMeta(tx, p)
+	v := tx.Get(bucketMeta, p)
+	m, err := decodeMeta(v)
 	switch {
 	case err != nil:
-		return nil, storageErr("Load", err)
+		return nil, nil, storageErr("Load", err)
 	case m == nil:
-		return nil, nil
+		return nil, seenOf(tx, v), nil
 	case m.UserID != user:
-		return nil, notFound()
+		return nil, nil, notFound()
 	}
-	msgs, err := scanMessages(tx, p, int(m.MessageCount))
-	if err != nil {
-		return nil, storageErr("Load", err)
+	if msgs, err = scanMessages(tx, p, int(m.MessageCount)); err != nil {
+		return nil, nil, storageErr("Load", err)
 	}
-	return msgs, nil
+	return msgs, seenOf(tx, v), nil
 }
 
 // AppendReads appends to dst the reads of LoadTx for conversation id of
@@ -179,7 +213,12 @@ func scanMessages(tx store.Tx, p []byte, n int) ([]json.RawMessage, error) {
 // another user of the tenant returns conversation_not_found and writes
 // nothing; another tenant's conversation of the same id is another
 // conversation, which Append neither reads nor changes.
-func (r *Repository) Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, systemPrompt string) error {
+//
+// seen is what LoadTx saw of the conversation in the turn's read, or nil: on
+// a store.Assumer the meta record is then assumed to be unchanged, and the
+// store checks that with the writes instead of reading it first (one round
+// trip to a database server instead of two); the outcome is the same.
+func (r *Repository) Append(ctx context.Context, tenant, user, id string, msgs []json.RawMessage, systemPrompt string, seen []byte) error {
 	if id == "" || len(id) > MaxIDLength {
 		return errcat.Internal(fmt.Errorf("conversation.Append: invalid id length %d", len(id)))
 	}
@@ -196,6 +235,7 @@ func (r *Repository) Append(ctx context.Context, tenant, user, id string, msgs [
 	p := convPrefix(tenant, id)
 	up, tp := userPrefix(tenant, user), tenantPrefix(tenant)
 	err := r.st.Batch(ctx, func(tx store.Tx) error {
+		assumeSeen(tx, p, seen)
 		m, err := getMeta(tx, p)
 		if err != nil {
 			return err

@@ -73,7 +73,7 @@ func BenchmarkScale(b *testing.B) {
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
-					if err := repo.Append(ctx, "t1", "alice", fmt.Sprintf("alice-%03d", i%100), turn, ""); err != nil {
+					if err := repo.Append(ctx, "t1", "alice", fmt.Sprintf("alice-%03d", i%100), turn, "", nil); err != nil {
 						b.Fatal(err)
 					}
 					i++

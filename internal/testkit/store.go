@@ -39,19 +39,21 @@ func (c *CutStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 // ReadAhead is a store.Store whose transactions implement store.Prefetcher
-// over a store whose own do not (memstore, bbolt), and which records, in the
-// transactions that called Prefetch, the reads Prefetch was not given: a
-// test of code that prefetches checks with Missed that none of its reads
-// would cost a round trip of their own on a store that reads ahead.
+// and store.Assumer over a store whose own do not (memstore, bbolt), and
+// which records the reads that would cost a round trip of their own on a
+// store that reads ahead and assumes: in a View that called Prefetch, the
+// reads it did not name; in an Update or Batch, the reads neither a
+// Prefetch nor an Assume covered. A test of code that prefetches and
+// assumes checks with Missed that none of its reads is such a round trip.
 type ReadAhead struct {
 	store.Store
 	mu     sync.Mutex
 	missed []string
 }
 
-// Missed returns the reads made after a Prefetch of their transaction that
-// it did not name (and that no write came between), as "get|scan bucket
-// key" in the order they were made; and forgets them.
+// Missed returns the reads that a Prefetch or Assume of their transaction
+// did not cover (and that no write came between), as "get|scan bucket key"
+// in the order they were made; and forgets them.
 func (r *ReadAhead) Missed() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -67,26 +69,34 @@ func (r *ReadAhead) View(ctx context.Context, fn func(store.Tx) error) error {
 
 // Update runs Store.Update with a transaction that reads ahead.
 func (r *ReadAhead) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return r.Store.Update(ctx, func(tx store.Tx) error { return fn(&aheadTx{Tx: tx, r: r}) })
+	return r.Store.Update(ctx, func(tx store.Tx) error { return fn(&aheadTx{Tx: tx, r: r, write: true}) })
 }
 
 // Batch runs Store.Batch with a transaction that reads ahead.
 func (r *ReadAhead) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	return r.Store.Batch(ctx, func(tx store.Tx) error { return fn(&aheadTx{Tx: tx, r: r}) })
+	return r.Store.Batch(ctx, func(tx store.Tx) error { return fn(&aheadTx{Tx: tx, r: r, write: true}) })
 }
 
-// aheadTx is a Tx of ReadAhead: reads stay the wrapped Tx's; Prefetch only
-// notes what it was given, until a write, as pgstore keeps what it read.
+// aheadTx is a Tx of ReadAhead: reads stay the wrapped Tx's; Prefetch and
+// Assume only note what they were given, until a write, as pgstore keeps
+// what it read or assumed (Assume is ignored in a View).
 type aheadTx struct {
 	store.Tx
 	r          *ReadAhead
+	write      bool // an Update or Batch
 	prefetched bool
 	ahead      []store.Read
 }
 
 func (t *aheadTx) Prefetch(reads ...store.Read) {
 	t.prefetched = true
-	t.ahead = append(t.ahead[:0], reads...)
+	t.ahead = append(t.ahead, reads...)
+}
+
+func (t *aheadTx) Assume(bucket, key, _ []byte) {
+	if t.write {
+		t.ahead = append(t.ahead, store.Read{Bucket: bucket, Key: key})
+	}
 }
 
 func (t *aheadTx) Get(bucket, key []byte) []byte {
@@ -109,10 +119,11 @@ func (t *aheadTx) Delete(bucket, key []byte) error {
 	return t.Tx.Delete(bucket, key)
 }
 
-// check records a read that a Prefetch of its transaction did not name; a
-// Prefix read answers forward Scans of that prefix only.
+// check records a read that no Prefetch or Assume of its transaction
+// covered, in a View that prefetched or in any Update or Batch; a Prefix
+// read answers forward Scans of that prefix only.
 func (t *aheadTx) check(op string, bucket, key []byte, forward bool) {
-	if !t.prefetched {
+	if !t.prefetched && !t.write {
 		return
 	}
 	prefix := op == "scan"

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,12 +21,14 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/guard"
+	"github.com/chatgw/gateway/internal/metrics"
 	"github.com/chatgw/gateway/internal/pgtest"
 	"github.com/chatgw/gateway/store"
 	"github.com/chatgw/gateway/store/memstore"
 	"github.com/chatgw/gateway/store/pgstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -547,5 +550,43 @@ chatgw_rate_limit_bypassed_total{tenant="acme"} 1
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "chatgw_rate_limit_rejections_total", "chatgw_rate_limit_bypassed_total"); err != nil {
 			t.Errorf("fail-open %v: %v", open, err)
 		}
+	}
+}
+
+// TestStoreRetryReasonsAgree: every reason pgstore reports is a value of the
+// reason label, not _OTHER (internal/metrics cannot import pgstore, so the
+// two lists are kept in step here).
+func TestStoreRetryReasonsAgree(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := metrics.New(metrics.Config{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := []string{pgstore.RetrySerialization, pgstore.RetryDeadlock, pgstore.RetryConnection,
+		pgstore.RetryReadAhead, pgstore.RetryAssumption}
+	for _, r := range reasons {
+		m.StoreRetry(metrics.StoreView, r)
+	}
+	var got []string
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "chatgw_store_retries_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "reason" {
+					got = append(got, l.GetValue())
+				}
+			}
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(reasons)
+	if diff := cmp.Diff(reasons, got); diff != "" {
+		t.Errorf("reason label values (-pgstore +metric):\n%s", diff)
 	}
 }

@@ -80,8 +80,8 @@ type tx struct {
 	connLost bool      // err came with the connection's end
 	ended    bool
 
-	// spec is what the attempts of a View learn of its reads (nil for an
-	// Update); early is set once a Prefetch committed the View with its
+	// spec is what the transaction's attempts learn of its reads, shared
+	// by them; early is set once a Prefetch committed a View with its
 	// reads, after which a read it did not make is a miss.
 	spec  *speculation
 	early bool

@@ -47,8 +47,9 @@ const MaxKeySize = 32768
 // a store on a database server runs a transaction again from the start when
 // the database aborted it to keep transactions serializable (a serialization
 // failure, a deadlock) or its connection was lost before the commit
-// (store/pgstore does both), and runs a View again when it read beyond what
-// the Prefetch it began with read (see Prefetcher). Only the last run's
+// (store/pgstore does both), runs a View again when it read beyond what
+// the Prefetch it began with read (see Prefetcher), and an Update when a
+// value it assumed had changed (see Assumer). Only the last run's
 // transaction counts. So fn
 // must have no effects outside tx that a second run would repeat, and what
 // it hands out through variables it captures must be assigned afresh by each

@@ -408,16 +408,34 @@ func testConnectionCut(t *testing.T, c *pgtest.Cluster) {
 	testkit.Diff(t, "retries ObserveRetries heard", []string{"Update connection", "Batch connection", "View connection"}, r.reported())
 }
 
-// testFailedReadIsNotAbsence checks that a Get that failed, and so returned
-// nil, is never taken for an absent key: fn's decision on it is not
-// returned, nor committed.
-func testFailedReadIsNotAbsence(t *testing.T, c *pgtest.Cluster) {
+// withRecord opens a new database of c holding the record "record" = 1.
+func withRecord(t *testing.T, c *pgtest.Cluster) (string, *pgstore.DB, context.Context) {
 	url := c.NewDatabase(t)
 	db := open(t, url)
 	ctx := context.Background()
 	if err := db.Update(ctx, func(tx store.Tx) error { return putInt(tx, "record", 1) }); err != nil {
 		t.Fatal(err)
 	}
+	return url, db, ctx
+}
+
+// stored reports whether key is in bucket "b".
+func stored(t *testing.T, db *pgstore.DB, key string) bool {
+	t.Helper()
+	ok, err := store.ViewValue(context.Background(), db, func(tx store.Tx) (bool, error) {
+		return tx.Get([]byte("b"), []byte(key)) != nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// testFailedReadIsNotAbsence checks that a Get that failed, and so returned
+// nil, is never taken for an absent key: fn's decision on it is not
+// returned, nor committed.
+func testFailedReadIsNotAbsence(t *testing.T, c *pgtest.Cluster) {
+	url, db, ctx := withRecord(t, c)
 	errNotFound := errors.New("record not found")
 
 	// Retried: the first run's Get fails on a cut connection; its "not
@@ -456,14 +474,8 @@ func testFailedReadIsNotAbsence(t *testing.T, c *pgtest.Cluster) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Update whose read failed, fn returning nil = %v, want the failure (context.Canceled)", err)
 	}
-	err = db.View(ctx, func(tx store.Tx) error {
-		if tx.Get([]byte("b"), []byte("marker")) != nil {
-			t.Error("the failed Update wrote its marker")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	if stored(t, db, "marker") {
+		t.Error("the failed Update wrote its marker")
 	}
 }
 
@@ -472,12 +484,7 @@ func testFailedReadIsNotAbsence(t *testing.T, c *pgtest.Cluster) {
 // taken for an absent key, the transaction runs again on a cut connection,
 // and a canceled one returns its failure and writes nothing.
 func testFailedPrefetch(t *testing.T, c *pgtest.Cluster) {
-	url := c.NewDatabase(t)
-	db := open(t, url)
-	ctx := context.Background()
-	if err := db.Update(ctx, func(tx store.Tx) error { return putInt(tx, "record", 1) }); err != nil {
-		t.Fatal(err)
-	}
+	url, db, ctx := withRecord(t, c)
 	record := store.Read{Bucket: []byte("b"), Key: []byte("record")}
 	k := newCutter(t, c, url)
 	calls := 0
@@ -514,14 +521,8 @@ func testFailedPrefetch(t *testing.T, c *pgtest.Cluster) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "Prefetch") {
 		t.Errorf("Update whose Prefetch failed, fn returning nil = %v, want the Prefetch's failure (context.Canceled)", err)
 	}
-	err = db.View(ctx, func(tx store.Tx) error {
-		if tx.Get([]byte("b"), []byte("marker")) != nil {
-			t.Error("the failed Update wrote its marker")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	if stored(t, db, "marker") {
+		t.Error("the failed Update wrote its marker")
 	}
 }
 

@@ -14,8 +14,9 @@ import (
 type (
 	// Store is the persistence: ordered key-value buckets with transactions.
 	// A Store whose reads are round trips to a server can also let its
-	// transactions implement store.Prefetcher: a /c1 turn then names its
-	// reads ahead and pays one round trip for them.
+	// transactions implement store.Prefetcher, and store.Assumer: a /c1
+	// turn then names its reads ahead and pays one round trip for them, and
+	// its write checks the conversation it read instead of reading it again.
 	Store = store.Store
 	// Upstream reaches the models of an alias, with the fallback chain.
 	Upstream = upstream.Upstream

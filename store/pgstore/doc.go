@@ -119,7 +119,10 @@
 // helper for PostgreSQL, so this package's loop does it: at most
 // WithMaxAttempts attempts (20 by default), waiting 10ms, doubling up to
 // 500ms, less up to half at random, in between (3.6s to 7.1s in all), and
-// never past ctx.
+// never past ctx. The runs again of a View that read beyond its Prefetch and
+// of an Update whose assumption did not hold (see Transactions) are no
+// failures: they follow at once and count for no attempt, and each happens
+// at most twice, resp. once, per call. ObserveRetries hears of all of them.
 //
 // Why 20: PostgreSQL's serializable isolation tracks what a transaction read
 // in pages of the (bucket, key) index, so two transactions that read and

@@ -121,8 +121,9 @@
 // 500ms, less up to half at random, in between (3.6s to 7.1s in all), and
 // never past ctx. The runs again of a View that read beyond its Prefetch and
 // of an Update whose assumption did not hold (see Transactions) are no
-// failures: they follow at once and count for no attempt, and each happens
-// at most twice, resp. once, per call. ObserveRetries hears of all of them.
+// failures: they follow at once and count for no attempt; a View runs again
+// so at most twice in a call, an Update once. ObserveRetries hears of all of
+// them.
 //
 // Why 20: PostgreSQL's serializable isolation tracks what a transaction read
 // in pages of the (bucket, key) index, so two transactions that read and

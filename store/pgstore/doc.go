@@ -37,8 +37,15 @@
 // a transaction-level advisory lock: gateways that start together wait for
 // each other, and each then sees, and skips, what the one before it applied.
 // Applying them again is a no-op. A database whose schema is newer than the
-// binary's (migrated by a newer gateway) is refused. The tables live in the
-// first schema of the connection's search_path (public by default).
+// binary's (migrated by a newer gateway) is used as it is when each newer
+// migration began with the line
+//
+//	-- chatgw: compatible with earlier gateways
+//
+// (it only adds what earlier gateways never use; chatgw_migrations records
+// it in its compatible column), so that a fleet's replicas are upgraded one
+// at a time; otherwise it is refused. The tables live in the first schema of
+// the connection's search_path (public by default).
 //
 // # Transactions
 //

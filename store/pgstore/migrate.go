@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -24,11 +25,20 @@ var migrationFS embed.FS
 // ("chatgw" in ASCII), shared by every gateway using the database.
 const migrationLock int64 = 0x636861746777
 
+// compatibleMarker, the first line of a migration, says that gateways built
+// before it keep working on a database that has it: it only adds what they
+// never use (a function, a table, a column with a default), so the replicas
+// of a fleet can be upgraded one at a time, and an old one that restarts
+// meanwhile still starts. A migration without it may change what earlier
+// gateways rely on, and they refuse a database that has it.
+const compatibleMarker = "-- chatgw: compatible with earlier gateways\n"
+
 // migration is one schema migration.
 type migration struct {
-	version int
-	name    string // file name
-	sql     string
+	version    int
+	name       string // file name
+	sql        string
+	compatible bool // it begins with compatibleMarker
 }
 
 // migrations returns the embedded migrations in order of version.
@@ -49,7 +59,8 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
+		out = append(out, migration{version: v, name: name, sql: string(b),
+			compatible: strings.HasPrefix(string(b), compatibleMarker)})
 	}
 	return out, nil
 }
@@ -65,7 +76,10 @@ func migrations() ([]migration, error) {
 // before the wait.)
 //
 // A database that records a version this build does not know was migrated by
-// a newer gateway; it is refused and left alone.
+// a newer gateway. It is used as it is when every such migration was marked
+// compatible with earlier gateways (compatibleMarker, recorded in the
+// migrations table's compatible column); otherwise it is refused and left
+// alone.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	ms, err := migrations()
 	if err != nil {
@@ -83,21 +97,47 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if err != nil {
 			return err
 		}
+		// Gateways that predate the column insert without it: their
+		// migrations count as not compatible, which is what they promised.
+		_, err = tx.Exec(ctx, `ALTER TABLE chatgw_migrations
+			ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false`)
+		if err != nil {
+			return err
+		}
 		var applied int
 		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM chatgw_migrations").Scan(&applied); err != nil {
 			return err
 		}
 		if applied > len(ms) {
-			return fmt.Errorf("the database's schema is at version %d, newer than this build's %d: it was migrated by a newer gateway", applied, len(ms))
+			return checkNewer(ctx, tx, applied, len(ms))
 		}
 		for _, m := range ms[applied:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO chatgw_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO chatgw_migrations (version, name, compatible) VALUES ($1, $2, $3)",
+				m.version, m.name, m.compatible); err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 		}
 		return nil
 	})
+}
+
+// checkNewer accepts a database whose schema, at version applied, is newer
+// than this build's known when every migration after known is marked
+// compatible with earlier gateways.
+func checkNewer(ctx context.Context, tx pgx.Tx, applied, known int) error {
+	var first int
+	var name string
+	err := tx.QueryRow(ctx, `SELECT version, name FROM chatgw_migrations
+		WHERE version > $1 AND NOT compatible ORDER BY version LIMIT 1`, known).Scan(&first, &name)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("the database's schema is at version %d, newer than this build's %d: it was migrated by a newer gateway, "+
+		"and its migration %s is not marked compatible with earlier ones (upgrade this gateway)", applied, known, name)
 }

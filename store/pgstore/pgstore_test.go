@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -51,6 +52,8 @@ func TestStore(t *testing.T) {
 		{"AccessPaths", testAccessPaths},
 		{"MigrationsOnceUnderConcurrentOpens", testMigrationsOnce},
 		{"RefusesNewerSchema", testRefusesNewerSchema},
+		{"RunsOnNewerCompatibleSchema", testNewerCompatibleSchema},
+		{"MigrationsRecordCompatibility", testMigrationsRecordCompatibility},
 		{"OpenErrors", testOpenErrors},
 		{"SerializationFailureRetried", testSerializationFailureRetried},
 		{"DeadlockRetried", testDeadlockRetried},
@@ -127,6 +130,66 @@ func testRefusesNewerSchema(t *testing.T, c *pgtest.Cluster) {
 	}
 	if !strings.Contains(err.Error(), "version 9999, newer than") {
 		t.Errorf("Open error %q does not say that the schema is newer", err)
+	}
+}
+
+// testNewerCompatibleSchema: migrations of a newer gateway marked compatible
+// with earlier ones let this build run, so that a fleet is upgraded one
+// replica at a time; one more that is not marked refuses it again, naming it.
+func testNewerCompatibleSchema(t *testing.T, c *pgtest.Cluster) {
+	ctx := context.Background()
+	url := c.NewDatabase(t)
+	open(t, url).Close()
+	conn := c.Conn(t, dbName(t, url))
+	if _, err := conn.Exec(ctx, "INSERT INTO chatgw_migrations (version, name, compatible) VALUES (9998, '9998_added.sql', true)"); err != nil {
+		t.Fatal(err)
+	}
+	db := open(t, url)
+	if err := db.Update(ctx, func(tx store.Tx) error { return tx.Put([]byte("b"), []byte("k"), []byte("v")) }); err != nil {
+		t.Fatalf("Update on a newer compatible schema: %v", err)
+	}
+	db.Close()
+	// A gateway that predates the compatible column inserts without it.
+	if _, err := conn.Exec(ctx, "INSERT INTO chatgw_migrations (version, name) VALUES (9999, '9999_changed.sql')"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pgstore.Open(ctx, url)
+	if err == nil {
+		db.Close()
+		t.Fatal("Open of a database with a newer migration not marked compatible succeeded")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "version 9999, newer than") || !strings.Contains(msg, "9999_changed.sql is not marked compatible") {
+		t.Errorf("Open error %q does not name the newer migration that is not compatible", msg)
+	}
+}
+
+// testMigrationsRecordCompatibility: each migration's row says whether it
+// begins with the compatible marker: the first two do not (gateways older
+// than the marker refuse any newer schema anyway), 0003 does (it adds a
+// function that earlier gateways never call).
+func testMigrationsRecordCompatibility(t *testing.T, c *pgtest.Cluster) {
+	url := c.NewDatabase(t)
+	open(t, url).Close()
+	rows, err := c.Conn(t, dbName(t, url)).Query(context.Background(),
+		"SELECT name, compatible FROM chatgw_migrations WHERE version <= 3 ORDER BY version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for rows.Next() {
+		var name string
+		var compatible bool
+		if err := rows.Scan(&name, &compatible); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = compatible
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"0001_kv.sql": false, "0002_rate.sql": false, "0003_expect.sql": true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("chatgw_migrations' compatible column mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,3 +1,4 @@
+-- chatgw: compatible with earlier gateways
 -- The check of a value a transaction assumed instead of reading it
 -- (store.Assumer): it raises SQLSTATE CGW01 unless key in bucket holds value,
 -- or is absent when value is NULL. Its read is the transaction's like any

@@ -3,6 +3,7 @@ package preflight_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image"
 	"image/png"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/internal/preflight"
+	"github.com/chatgw/gateway/internal/wire"
 )
 
 // typicalBody is what an OpenAI SDK sends: messages before model, a few turns,
@@ -72,6 +74,30 @@ func BenchmarkPreflightImage1MB(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := preflight.Check(ctx, &req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheckBuilt is a /c1 turn's pre-flight: a request the gateway
+// built from a stored history of 20 messages and the new user message.
+func BenchmarkCheckBuilt(b *testing.B) {
+	turn := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 3)
+	msgs := make([]json.RawMessage, 0, 21)
+	for i := range 20 {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, wire.TextMessage(role, turn))
+	}
+	msgs = append(msgs, wire.TextMessage("user", "And now?"))
+	built := wire.Request{Model: "lm-4-scout", Messages: msgs, Stream: true, StreamOptions: &wire.StreamOptions{IncludeUsage: true}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		req := preflight.Request{Tenant: &auth.Tenant{ID: "acme"}, Catalog: testCatalog()}
+		if _, err := preflight.CheckBuilt(ctx, &built, &req); err != nil {
 			b.Fatal(err)
 		}
 	}

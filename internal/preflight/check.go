@@ -3,7 +3,6 @@ package preflight
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -120,12 +119,17 @@ func Count(ctx context.Context, req *Request) (int, error) {
 // sets req.ParamPrefix to "body.". A request that does not marshal (a
 // verbatim member that is not JSON) is internal_error.
 func CheckBuilt(ctx context.Context, built *wire.Request, req *Request) (*Result, error) {
-	body, err := json.Marshal(built)
+	body, err := built.Marshal()
 	if err != nil {
 		return nil, errcat.Internal(fmt.Errorf("preflight: built request: %w", err))
 	}
 	req.Body, req.ParamPrefix = body, "body."
-	return Check(ctx, req)
+	res, err := Check(ctx, req)
+	if errcat.CodeOf(err) == errcat.InvalidJSON {
+		// Marshal copies the messages unchecked: one of them is not JSON.
+		return nil, errcat.Internal(fmt.Errorf("preflight: built request: %w", err))
+	}
+	return res, err
 }
 
 // parseRequired parses the body and checks the members every request needs.

@@ -489,6 +489,11 @@ func TestCheckBuilt(t *testing.T) {
 			errWant{Code: errcat.InvalidField, Param: "body.attachments", Status: 400}},
 		{"a member that is not JSON", wire.Request{Model: "lm-4-scout", Messages: hi, ToolChoice: json.RawMessage(`{`)},
 			errWant{Code: errcat.InternalError, Status: 500}},
+		// Messages are copied unchecked into the body (wire.Request.Marshal):
+		// the walk that follows finds one that is not JSON, which is the
+		// gateway's fault, not the client's.
+		{"a message that is not JSON", wire.Request{Model: "lm-4-scout", Messages: []json.RawMessage{hi[0], json.RawMessage(`{"role":`)}},
+			errWant{Code: errcat.InternalError, Status: 500}},
 	}
 	for _, tt := range tests {
 		_, err := preflight.CheckBuilt(ctx, &tt.built, req())

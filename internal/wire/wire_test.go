@@ -180,8 +180,55 @@ func TestRequestLayout(t *testing.T) {
 	} {
 		b, err := json.Marshal(tc.req)
 		if err != nil || string(b) != tc.want {
-			t.Errorf("Marshal(%+v) = %s, %v; want %s", tc.req, b, err, tc.want)
+			t.Errorf("json.Marshal(%+v) = %s, %v; want %s", tc.req, b, err, tc.want)
 		}
+		if b, err = tc.req.Marshal(); err != nil || string(b) != tc.want {
+			t.Errorf("Request.Marshal(%+v) = %s, %v; want %s", tc.req, b, err, tc.want)
+		}
+	}
+}
+
+// TestRequestMarshal: Request.Marshal, which copies the messages instead of
+// having encoding/json compact them, writes the JSON value json.Marshal
+// writes, whatever the model's and the messages' bytes; only the escaping of
+// <, > and & inside the messages (json.Marshal's HTML escaping) differs.
+func TestRequestMarshal(t *testing.T) {
+	limit := int32(9)
+	for name, req := range map[string]wire.Request{
+		"nil messages": {Model: "m"},
+		"one message":  {Model: "m", Messages: []json.RawMessage{wire.TextMessage("user", "hi")}},
+		"history": {Model: "lm", Stream: true, StreamOptions: &wire.StreamOptions{IncludeUsage: true}, MaxTokens: &limit, Messages: []json.RawMessage{
+			wire.TextMessage("system", "be <brief> & kind"),
+			json.RawMessage(`{"role":"user","content":[{"type":"text","text":"look"}]}`),
+			wire.TextMessage("assistant", "\u00e9 \"quoted\" \n line"),
+			wire.TextMessage("user", `,"messages":[]`),
+		}},
+		"model that looks like the member": {Model: `x","messages":[],"y":"`, Messages: []json.RawMessage{wire.TextMessage("user", "hi")}},
+		"model with escapes":               {Model: "<\u2028>\"\\", Messages: []json.RawMessage{wire.TextMessage("user", "hi")}, Tools: json.RawMessage(`[{"type":"function"}]`)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want, err := json.Marshal(&req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := req.Marshal()
+			if err != nil {
+				t.Fatalf("Marshal: %v", err)
+			}
+			if !json.Valid(got) {
+				t.Fatalf("Marshal = %s, not JSON", got)
+			}
+			var w, g any
+			if err := json.Unmarshal(want, &w); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(w, g); diff != "" {
+				t.Errorf("Marshal's value mismatch (-json.Marshal +Marshal):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -117,7 +117,8 @@ func Count(ctx context.Context, req *Request) (int, error) {
 // client sent (a /c1 turn, an agent's chat or compaction): it marshals built
 // into req.Body and, as the client's fields sit in the client's JSON body,
 // sets req.ParamPrefix to "body.". A request that does not marshal (a
-// verbatim member that is not JSON) is internal_error.
+// verbatim member or message that is not JSON) is internal_error: the
+// gateway built it.
 func CheckBuilt(ctx context.Context, built *wire.Request, req *Request) (*Result, error) {
 	body, err := built.Marshal()
 	if err != nil {

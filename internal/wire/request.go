@@ -51,9 +51,9 @@ func (r *Request) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// model comes first and messages second (the struct's order), and a
-	// string's quotes are escaped, so the first `,"messages":[` is the
-	// member's: the empty array is split there and the messages go between.
+	// model comes first and messages second (the struct's order), and the
+	// quotes inside model's string are escaped, so the first
+	// `,"messages":[]` is the member's: the messages go inside its brackets.
 	at := bytes.Index(b, emptyMessages)
 	if at < 0 {
 		return nil, errors.New("wire: marshalled request has no messages member")

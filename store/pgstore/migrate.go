@@ -128,10 +128,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 // than this build's known when every migration after known is marked
 // compatible with earlier gateways.
 func checkNewer(ctx context.Context, tx pgx.Tx, applied, known int) error {
-	var first int
 	var name string
-	err := tx.QueryRow(ctx, `SELECT version, name FROM chatgw_migrations
-		WHERE version > $1 AND NOT compatible ORDER BY version LIMIT 1`, known).Scan(&first, &name)
+	err := tx.QueryRow(ctx, `SELECT name FROM chatgw_migrations
+		WHERE version > $1 AND NOT compatible ORDER BY version LIMIT 1`, known).Scan(&name)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil

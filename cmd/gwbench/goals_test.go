@@ -17,7 +17,7 @@ func TestJudgeGoals(t *testing.T) {
 		Scenarios: []scenarioReport{
 			open("v1-sse 500/s", &added{RatioTTFB: f(1.2), RatioTTFB99: f(1.5)}),
 			open("c1-sse 1000/s", &added{GatewayP99: 9.9}, targetReport{Target: targetGateway}),
-			open("c1-sse 3000/s", nil, targetReport{Target: targetGateway, Rate: 2975}),
+			open("c1-sse 3000/s", nil, targetReport{Target: targetGateway, Rate: 2975, Persisted: &persistReport{AckedTurns: 2975}}),
 			{Name: "peak", Mode: "closed", Added: &added{GatewayRate: f(1.3)},
 				Targets: []targetReport{{Target: targetProxy, Rate: 10000}, {Target: targetGateway, Rate: 13000}}},
 		},
@@ -31,7 +31,7 @@ func TestJudgeGoals(t *testing.T) {
 		Scenarios: []scenarioReport{
 			open("v1-sse 500/s", &added{RatioTTFB: f(1.21), RatioTTFB99: f(1.5)}),
 			open("c1-sse 1000/s", &added{GatewayP99: 10}, targetReport{Target: targetGateway}),
-			open("c1-sse 3000/s", nil, targetReport{Target: targetGateway, Rate: 3000, Errors: 1}),
+			open("c1-sse 3000/s", nil, targetReport{Target: targetGateway, Rate: 3000, Errors: 1, Persisted: &persistReport{AckedTurns: 2999}}),
 			{Name: "peak", Mode: "closed", Added: &added{GatewayRate: f(1.29)},
 				Targets: []targetReport{{Target: targetProxy, Rate: 10000}, {Target: targetGateway, Rate: 12900}}},
 		},
@@ -70,6 +70,17 @@ func TestJudgeGoals(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, verdicts(tt.rep)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// TestTurnsGoalLost checks that the turns goal needs every acknowledged turn
+// read back, and the read-back itself.
+func TestTurnsGoalLost(t *testing.T) {
+	for _, p := range []*persistReport{nil, {AckedTurns: 3000, LostTurns: 1}, {AckedTurns: 3000, ReadErrors: 1}} {
+		rs := &scenarioReport{Targets: []targetReport{{Target: targetGateway, Rate: 3000, Persisted: p}}}
+		if g := turnsGoal(rs); g.Met == nil || *g.Met {
+			t.Errorf("persisted %+v: goal %+v, want not met", p, g)
 		}
 	}
 }

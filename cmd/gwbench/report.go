@@ -83,6 +83,9 @@ type targetReport struct {
 	GenCPUPer1k float64        `json:"loadgen_cpu_s_per_1k"`
 	PeakRSSMB   float64        `json:"peak_rss_mb"`
 	ErrorKinds  map[string]int `json:"error_kinds,omitempty"`
+	// Persisted is what the gateway's store held of the acknowledged /c1
+	// turns after the rounds.
+	Persisted *persistReport `json:"persisted,omitempty"`
 }
 
 // added is what proxy and gateway add over direct, in ms, and the gateway's
@@ -323,6 +326,9 @@ func writeScenarios(w io.Writer, rep *report) {
 			}
 			for _, k := range sortedKinds(t.ErrorKinds) {
 				notes = append(notes, fmt.Sprintf("%s, %s: %d x %s", s.Name, t.Target, t.ErrorKinds[k], k))
+			}
+			if t.Persisted != nil {
+				notes = append(notes, fmt.Sprintf("%s, %s: %s", s.Name, t.Target, t.Persisted))
 			}
 		}
 		for _, n := range s.Notes {

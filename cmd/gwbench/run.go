@@ -279,11 +279,24 @@ func (b *bench) runScenario(ctx context.Context, sc scenario) scenarioReport {
 		for _, t := range active {
 			if t.name == rs.Targets[i].Target {
 				rs.Targets[i] = tallies[t].report(t.name, t.stat().PeakRSSKB)
+				b.verify(ctx, sc, t, reqs[t], &rs.Targets[i])
 			}
 		}
 	}
 	rs.Added = addedOver(rs)
 	return rs
+}
+
+// verify reads back, after a /c1 scenario's rounds, every conversation the
+// gateway acknowledged a turn of (in the warm-up or the rounds) and notes in
+// tr what the store lacks.
+func (b *bench) verify(ctx context.Context, sc scenario, t *target, req *requester, tr *targetReport) {
+	if req.acks == nil {
+		return
+	}
+	fmt.Fprintf(b.log, "gwbench: %s: reading the acknowledged turns back\n", sc.name)
+	tr.Persisted = verifyPersisted(ctx, t, req.acks)
+	fmt.Fprintf(b.log, "gwbench: %s: %s\n", sc.name, tr.Persisted)
 }
 
 // prepare returns the requester of sc for t after one request to each of
@@ -297,6 +310,9 @@ func (b *bench) prepare(ctx context.Context, sc scenario, t *target, rs *scenari
 			return nil, fmt.Errorf("first request to %s: %w%s", strings.Join(req.urls, ", "), out.err, hint(out.err))
 		}
 	}
+	if sc.c1 && t.name == targetGateway {
+		req.acks = newAcks()
+	}
 	if !sc.c1 || t.name != targetGateway || cfg.c1Continue <= 0 {
 		return req, nil
 	}
@@ -309,7 +325,12 @@ func (b *bench) prepare(ctx context.Context, sc scenario, t *target, rs *scenari
 	rs.Notes = append(rs.Notes, fmt.Sprintf("gateway: %d continuing conversations of %d messages created in %.1fs before the warm-up; each is continued about %.1f times (keep_last_turns %d, so the model always gets %d history messages, as direct and proxy do)",
 		n, cfg.c1History, time.Since(start).Seconds(),
 		float64(scheduledCount(cfg.rate, cfg.warmup+cfg.duration))*cfg.c1Continue/float64(n), cfg.c1History/2, cfg.c1History))
-	return newRequester(sc, t, cfg, pool), nil
+	req = newRequester(sc, t, cfg, pool)
+	req.acks = newAcks()
+	for k, id := range pool.ids {
+		req.acks.expect(id, userOf(k), cfg.c1History)
+	}
+	return req, nil
 }
 
 // load runs one round (or warm-up) of sc with req for d.

@@ -57,6 +57,9 @@ type requester struct {
 	// build returns request i's body, its GW-User-Id ("" sends none) and the
 	// index in urls of the process it goes to.
 	build func(i int) (body []byte, user string, proc int)
+	// acks, when not nil, counts the answers read to their end by the
+	// conversation the gateway names in them (the /c1 scenarios).
+	acks *acks
 }
 
 // do sends request i and reads its answer to the end. A non-200 status is a
@@ -86,12 +89,20 @@ func (r *requester) doWith(ctx context.Context, i int, onFirst func()) outcome {
 	if resp.StatusCode != http.StatusOK {
 		return outcome{err: readStatusError(resp)}
 	}
-	if !r.stream {
-		_, err := io.Copy(io.Discard, resp.Body)
-		return outcome{err: err}
+	var out outcome
+	if r.stream {
+		out = readStream(resp.Body, onFirst)
+	} else {
+		_, out.err = io.Copy(io.Discard, resp.Body)
 	}
-	return readStream(resp.Body, onFirst)
+	if out.err == nil && r.acks != nil {
+		r.acks.add(resp.Header.Get(headerConversationID), user)
+	}
+	return out
 }
+
+// headerConversationID names the conversation of a /c1/chat answer.
+const headerConversationID = "Gw-Conversation-Id"
 
 // errTruncated is the error of a stream that ended without data: [DONE].
 var errTruncated = errors.New("truncated stream: no data: [DONE] at the end")

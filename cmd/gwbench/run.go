@@ -29,8 +29,11 @@ type bench struct {
 	storeURL string
 	store    storeDesc
 	// runTag makes this run's conversation ids its own, so that a run on a
-	// database that earlier runs used does not continue their conversations.
+	// database that earlier runs used does not continue their conversations;
+	// pools counts the pools created, so that a scenario run twice (the goal
+	// plan's two c1-sse steps) does not continue its first run's either.
 	runTag  string
+	pools   int
 	cleanup []func()
 }
 
@@ -318,7 +321,8 @@ func (b *bench) prepare(ctx context.Context, sc scenario, t *target, rs *scenari
 	}
 	n := poolSize(cfg)
 	start := time.Now()
-	pool, err := createConversations(ctx, t, b.runTag+"-"+sc.name, n, cfg.c1History)
+	b.pools++
+	pool, err := createConversations(ctx, t, fmt.Sprintf("%s-%s-%d", b.runTag, sc.name, b.pools), n, cfg.c1History)
 	if err != nil {
 		return nil, fmt.Errorf("creating the continuing conversations: %w%s", err, hint(err))
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -55,5 +57,40 @@ func TestVerifyPersisted(t *testing.T) {
 	}
 	if !(&persistReport{Conversations: 1, AckedTurns: 1, BeyondTurns: 1}).ok() {
 		t.Error("not ok() with nothing lost")
+	}
+}
+
+// TestScenarioRunTwiceReadsBack runs c1-json twice on one gateway, as the
+// goal plan runs c1-sse: each run must read back exactly the turns it was
+// acknowledged, so the second must not continue the first one's pool.
+func TestScenarioRunTwiceReadsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes: not in -short")
+	}
+	cfg, err := parseFlags([]string{"-quick", "-targets", "gateway", "-scenarios", "c1-json",
+		"-duration", "200ms", "-warmup", "50ms", "-rate", "200"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	b := &bench{cfg: cfg, log: &lockedWriter{w: &stderr}, runTag: "twice"}
+	defer b.close()
+	if err := b.start(exe); err != nil {
+		t.Fatalf("start: %v\n%s", err, stderr.String())
+	}
+	sc, _ := scenarioByName("c1-json")
+	for run := range 2 {
+		rs := b.runScenario(context.Background(), sc)
+		gw := targetOf(&rs, targetGateway)
+		if gw == nil || gw.Persisted == nil {
+			t.Fatalf("run %d: no read-back in %+v\n%s", run+1, rs, stderr.String())
+		}
+		if p := gw.Persisted; p.AckedTurns < gw.OK || !p.ok() || p.BeyondTurns != 0 {
+			t.Errorf("run %d: %d ok, read back %+v; want every acknowledged turn, none beyond", run+1, gw.OK, *p)
+		}
 	}
 }

@@ -77,16 +77,20 @@ func verifyPersisted(ctx context.Context, gw *target, a *acks) *persistReport {
 	defer a.mu.Unlock()
 	rep := &persistReport{Conversations: len(a.convs)}
 	var mu sync.Mutex
-	work := make(chan string)
+	type job struct {
+		id string
+		c  *ackedConv
+	}
+	work := make(chan job)
 	var wg sync.WaitGroup
 	for w := range 32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			base := gw.procs[w%len(gw.procs)].url
-			for id := range work {
-				c := a.convs[id]
-				n, err := storedMessages(ctx, gw, base, id, c.user)
+			for j := range work {
+				c := j.c
+				n, err := storedMessages(ctx, gw, base, j.id, c.user)
 				mu.Lock()
 				rep.add(c, n, err)
 				mu.Unlock()
@@ -99,7 +103,7 @@ func verifyPersisted(ctx context.Context, gw *target, a *acks) *persistReport {
 			rep.LostTurns += c.turns
 			continue
 		}
-		work <- id
+		work <- job{id, c}
 	}
 	close(work)
 	wg.Wait()

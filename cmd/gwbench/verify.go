@@ -99,8 +99,10 @@ func verifyPersisted(ctx context.Context, gw *target, a *acks) *persistReport {
 	}
 	for id, c := range a.convs {
 		if id == "" { // acknowledged without a conversation id: not findable
+			mu.Lock()
 			rep.AckedTurns += c.turns
 			rep.LostTurns += c.turns
+			mu.Unlock()
 			continue
 		}
 		work <- job{id, c}

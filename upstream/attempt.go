@@ -160,19 +160,29 @@ func (r *Router) setHeaders(h http.Header, req *Request, t *target) {
 	if ct == "" {
 		ct = "application/json"
 	}
-	h.Set("Content-Type", ct)
+	accept := "application/json"
 	if req.Stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
+		accept = "text/event-stream"
 	}
+	// The values share one array, where a Set each would allocate a slice
+	// apiece; each slice's capacity ends at its value, so that an Add to
+	// one (by a RoundTripper) copies instead of overwriting the next.
+	var n int
+	vals := make([]string, 5)
+	set := func(key, v string) { // key in canonical form
+		vals[n] = v
+		h[key] = vals[n : n+1 : n+1]
+		n++
+	}
+	set("Content-Type", ct)
+	set("Accept", accept)
 	if req.RequestID != "" {
-		h.Set("X-Request-Id", req.RequestID)
+		set("X-Request-Id", req.RequestID)
 	}
-	if t.apiKey != "" {
-		h.Set("Authorization", "Bearer "+t.apiKey)
+	if t.authorization != "" {
+		set("Authorization", t.authorization)
 	}
-	h.Set("User-Agent", "chatgw")
+	set("User-Agent", "chatgw")
 }
 
 // logAttempt logs one attempt and its outcome with the request id, and

@@ -121,3 +121,23 @@ func TestProbeTimeoutDefault(t *testing.T) {
 		t.Errorf("default probe time-out = %v, want 1s", r.probeTimeout)
 	}
 }
+
+// TestSetHeadersShareNoCapacity checks that the headers setHeaders writes
+// into one array stay apart: adding a value to one leaves the next alone.
+func TestSetHeadersShareNoCapacity(t *testing.T) {
+	h := http.Header{}
+	(&Router{}).setHeaders(h, &Request{RequestID: "req-1", Stream: true}, &target{authorization: "Bearer k"})
+	for _, k := range []string{"Content-Type", "Accept", "X-Request-Id", "Authorization"} {
+		h.Add(k, "added")
+	}
+	want := http.Header{
+		"Content-Type":  {"application/json", "added"},
+		"Accept":        {"text/event-stream", "added"},
+		"X-Request-Id":  {"req-1", "added"},
+		"Authorization": {"Bearer k", "added"},
+		"User-Agent":    {"chatgw"},
+	}
+	if diff := cmp.Diff(want, h); diff != "" {
+		t.Errorf("headers (-want +got):\n%s", diff)
+	}
+}

@@ -263,15 +263,15 @@ func TestRequestHeaders(t *testing.T) {
 			t.Fatalf("Do: %v", err)
 		}
 	}
-	type hdr struct{ Method, Path, ContentType, Accept, RequestID, Authorization string }
+	type hdr struct{ Method, Path, ContentType, Accept, RequestID, Authorization, UserAgent string }
 	var got []hdr
 	for _, c := range local.Calls() {
 		got = append(got, hdr{c.Method, c.Path, c.Header.Get("Content-Type"), c.Header.Get("Accept"),
-			c.Header.Get("X-Request-Id"), c.Header.Get("Authorization")})
+			c.Header.Get("X-Request-Id"), c.Header.Get("Authorization"), c.Header.Get("User-Agent")})
 	}
 	want := []hdr{
-		{http.MethodPost, "/v1/chat/completions", "application/json", "application/json", "req-42", ""},
-		{http.MethodPost, "/v1/chat/completions", "application/json", "text/event-stream", "req-42", ""},
+		{http.MethodPost, "/v1/chat/completions", "application/json", "application/json", "req-42", "", "chatgw"},
+		{http.MethodPost, "/v1/chat/completions", "application/json", "text/event-stream", "req-42", "", "chatgw"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("headers mismatch (-want +got):\n%s", diff)

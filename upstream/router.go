@@ -46,7 +46,9 @@ type target struct {
 	routerAlias string
 	quotedAlias []byte // routerAlias as a JSON string
 	baseURL     string
-	apiKey      string
+	// authorization is the Authorization header of the backend's key,
+	// "Bearer <key>", built once; "" when the backend has no key.
+	authorization string
 }
 
 // Buffer sizes of the default transport's HTTP/1 connections (net/http's
@@ -145,9 +147,9 @@ func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
 				continue
 			}
 			t := target{provider: be.Provider, routerAlias: be.RouterAlias,
-				baseURL: b.URL(be.urlProvider()), apiKey: b.APIKey(be.urlProvider())}
+				baseURL: b.URL(be.urlProvider()), authorization: bearer(b.APIKey(be.urlProvider()))}
 			if b.RouterURL != "" {
-				t.baseURL, t.apiKey = b.RouterURL, b.RouterAPIKey
+				t.baseURL, t.authorization = b.RouterURL, bearer(b.RouterAPIKey)
 			}
 			t.quotedAlias, _ = json.Marshal(be.RouterAlias)
 			chain = append(chain, t)
@@ -237,4 +239,12 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 		return nil, lastSilent
 	}
 	return nil, lastErr
+}
+
+// bearer is the Authorization header value of key, "" for no key.
+func bearer(key string) string {
+	if key == "" {
+		return ""
+	}
+	return "Bearer " + key
 }

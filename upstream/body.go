@@ -30,19 +30,22 @@ type payload struct {
 // newPayload prepares req's body. A JSON body that is not an object, or a
 // multipart body without a boundary, is invalid_json.
 func newPayload(req *Request) (*payload, error) {
-	ct := req.ContentType
-	if ct == "" {
-		ct = "application/json"
-	}
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return nil, errcat.New(errcat.InvalidJSON, "", "request content type is invalid")
+	mt, params := "application/json", map[string]string(nil)
+	if ct := req.ContentType; ct != "" && ct != mt {
+		// Only what the gateway itself did not write as JSON is parsed:
+		// ParseMediaType builds a map each time, and nearly every call is
+		// a chat completion.
+		var err error
+		if mt, params, err = mime.ParseMediaType(ct); err != nil {
+			return nil, errcat.New(errcat.InvalidJSON, "", "request content type is invalid")
+		}
 	}
 	p := &payload{data: req.Body}
 	switch {
 	case mt == "application/json":
 		p.json = true
 		if req.BodyReader != nil {
+			var err error
 			if p.data, err = io.ReadAll(req.BodyReader); err != nil {
 				return nil, errcat.Internal(err)
 			}

@@ -321,3 +321,43 @@ func TestAPIKeys(t *testing.T) {
 		t.Errorf("logs hold the key or a body:\n%s", l)
 	}
 }
+
+// TestRequestContentTypes checks how a request's content type decides its
+// body: JSON (its model rewritten to the backend's alias) when it is empty or
+// names JSON with or without parameters, sent as it is otherwise, and
+// invalid_json when it cannot be parsed.
+func TestRequestContentTypes(t *testing.T) {
+	t.Parallel()
+	local := upstreamtest.New(t)
+	r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL})
+	body := chatBody("lm-4-scout")
+	for _, tt := range []struct {
+		ct        string
+		rewritten bool // the body reached the backend with another model
+		invalid   bool
+	}{
+		{ct: "", rewritten: true},
+		{ct: "application/json", rewritten: true},
+		{ct: "application/json; charset=utf-8", rewritten: true},
+		{ct: "Application/JSON", rewritten: true},
+		{ct: "text/plain"},
+		{ct: "application/json;;", invalid: true},
+		{ct: "multipart/form-data", invalid: true},
+	} {
+		before := len(local.Calls())
+		_, _, err := doRead(t, r, &upstream.Request{Alias: "lm-4-scout", Path: "/chat/completions", ContentType: tt.ct, Body: body})
+		if tt.invalid {
+			if got := asErr(t, err).Code; got != errcat.InvalidJSON {
+				t.Errorf("%q: code %s (%v), want invalid_json", tt.ct, got, err)
+			}
+			continue
+		}
+		calls := local.Calls()
+		if err != nil || len(calls) != before+1 {
+			t.Fatalf("%q: Do: %v, %d calls", tt.ct, err, len(calls)-before)
+		}
+		if got := !bytes.Equal(calls[before].Body, body); got != tt.rewritten {
+			t.Errorf("%q: body rewritten %v, want %v (%s)", tt.ct, got, tt.rewritten, calls[before].Body)
+		}
+	}
+}

@@ -708,3 +708,31 @@ func TestStreamFlushedBeforeCommit(t *testing.T) {
 		t.Errorf("Response() = %+v; the client had %q when the commit ran, want the last chunk", res, atCommit)
 	}
 }
+
+// TestIsStream checks which answers count as streams: an SSE content type in
+// any spelling, or the request's flag when the answer names none.
+func TestIsStream(t *testing.T) {
+	for _, tt := range []struct {
+		ct        string
+		requested bool
+		want      bool
+	}{
+		{"", true, true},
+		{"", false, false},
+		{"text/event-stream", false, true},
+		{"text/event-stream; charset=utf-8", false, true},
+		{"Text/Event-Stream", false, true},
+		{"application/json", true, false},
+		{"application/json; charset=utf-8", true, false},
+		{"text/event-stream;;", false, true}, // bad parameters, an SSE type still
+		{"event-stream", true, false},        // not a media type
+	} {
+		h := http.Header{}
+		if tt.ct != "" {
+			h.Set("Content-Type", tt.ct)
+		}
+		if got := relay.IsStream(h, tt.requested); got != tt.want {
+			t.Errorf("IsStream(%q, %v) = %v, want %v", tt.ct, tt.requested, got, tt.want)
+		}
+	}
+}

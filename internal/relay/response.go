@@ -92,12 +92,17 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 // none. Response relays by it; callers that read an answer themselves decide
 // the same way.
 func IsStream(h http.Header, requested bool) bool {
-	ct := h.Get("Content-Type")
-	if ct == "" {
+	switch ct := h.Get("Content-Type"); ct {
+	case "":
 		return requested
+	case "text/event-stream":
+		return true
+	case "application/json":
+		return false // the common answers without ParseMediaType's map
+	default:
+		mt, _, _ := mime.ParseMediaType(ct)
+		return mt == "text/event-stream"
 	}
-	mt, _, _ := mime.ParseMediaType(ct)
-	return mt == "text/event-stream"
 }
 
 func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Options) Result {

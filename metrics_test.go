@@ -386,19 +386,22 @@ func TestMetricsStoreRetriesOnPostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Only this series: the gateway's own background work (its usage
+	// writer, leases) may meet a serialization failure on the same
+	// database, which is counted too.
+	readAhead := func() float64 {
+		t.Helper()
+		return metricsSeries(t, reg, "chatgw_store_retries_total",
+			map[string]string{"kind": "view", "reason": "read_ahead"}).GetCounter().GetValue()
+	}
 	rerun()
-	want := `
-# HELP chatgw_store_retries_total Store transactions run again (PostgreSQL), by kind and reason: serialization, deadlock, connection, read_ahead (a View that read beyond its prefetch) or assumption (an Update whose assumed value had changed).
-# TYPE chatgw_store_retries_total counter
-chatgw_store_retries_total{kind="view",reason="read_ahead"} 1
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "chatgw_store_retries_total"); err != nil {
-		t.Error(err)
+	if n := readAhead(); n != 1 {
+		t.Errorf("read_ahead retries %v, want 1", n)
 	}
 	g.Close() // the store outlives the gateway, which stops observing it
 	rerun()
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "chatgw_store_retries_total"); err != nil {
-		t.Errorf("after Close: %v", err)
+	if n := readAhead(); n != 1 {
+		t.Errorf("after Close: read_ahead retries %v, want 1", n)
 	}
 }
 
@@ -417,11 +420,18 @@ func TestMetricsTwoGateways(t *testing.T) {
 // labels include want.
 func metricsHistogram(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) *dto.Histogram {
 	t.Helper()
+	return metricsSeries(t, reg, name, want).GetHistogram()
+}
+
+// metricsSeries returns the one series of family name whose labels include
+// want.
+func metricsSeries(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) *dto.Metric {
+	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found []*dto.Histogram
+	var found []*dto.Metric
 	for _, f := range fams {
 		if f.GetName() != name {
 			continue
@@ -437,7 +447,7 @@ func metricsHistogram(t *testing.T, reg *prometheus.Registry, name string, want 
 					continue series
 				}
 			}
-			found = append(found, m.GetHistogram())
+			found = append(found, m)
 		}
 	}
 	if len(found) != 1 {

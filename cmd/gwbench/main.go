@@ -19,7 +19,9 @@
 // target p50, p90, p99, p99.9, max, achieved rate, errors, for streams the time
 // to the first event and truncated streams; what proxy and gateway add over
 // direct and the gateway's added latency as a ratio to the proxy's; and each
-// server's CPU seconds per 1000 requests and peak RSS.
+// server's CPU seconds per 1000 requests and peak RSS. After a /c1 scenario
+// it reads back, through the gateway, every conversation that had a turn
+// acknowledged, and reports the acknowledged turns its store lacks.
 //
 // With -store-url the gateway uses PostgreSQL (store/pgstore) instead of
 // bbolt: a database by URL, or "pgtest", a throw-away cluster gwbench starts

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chatgw/gateway/chat"
 )
 
 // scenario is one kind of load.
@@ -96,13 +98,10 @@ func (r *requester) doWith(ctx context.Context, i int, onFirst func()) outcome {
 		_, out.err = io.Copy(io.Discard, resp.Body)
 	}
 	if out.err == nil && r.acks != nil {
-		r.acks.add(resp.Header.Get(headerConversationID), user)
+		r.acks.add(resp.Header.Get(chat.HeaderConversationID), user)
 	}
 	return out
 }
-
-// headerConversationID names the conversation of a /c1/chat answer.
-const headerConversationID = "Gw-Conversation-Id"
 
 // errTruncated is the error of a stream that ended without data: [DONE].
 var errTruncated = errors.New("truncated stream: no data: [DONE] at the end")

@@ -36,7 +36,9 @@
 // ones the database lacks in one READ COMMITTED transaction that first takes
 // a transaction-level advisory lock: gateways that start together wait for
 // each other, and each then sees, and skips, what the one before it applied.
-// Applying them again is a no-op. A database whose schema is newer than the
+// Applying them again is a no-op, and a start that finds nothing to apply
+// creates and alters nothing, so a role that may only use the tables starts
+// once an owner has migrated. A database whose schema is newer than the
 // binary's (migrated by a newer gateway) is used as it is when each newer
 // migration began with the line
 //

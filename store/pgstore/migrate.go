@@ -89,19 +89,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
-		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS chatgw_migrations (
-			version    integer PRIMARY KEY,
-			name       text NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now()
-		)`)
-		if err != nil {
-			return err
-		}
-		// Gateways that predate the column insert without it: their
-		// migrations count as not compatible, which is what they promised.
-		_, err = tx.Exec(ctx, `ALTER TABLE chatgw_migrations
-			ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false`)
-		if err != nil {
+		if err := ensureMigrationsTable(ctx, tx); err != nil {
 			return err
 		}
 		var applied int
@@ -122,6 +110,34 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 		return nil
 	})
+}
+
+// ensureMigrationsTable creates chatgw_migrations, or adds its compatible
+// column, only when they are missing: a role that may use the tables but not
+// create or alter them (no CREATE on the schema, owning nothing) then starts
+// on a database that an owner migrated. Gateways that predate the column
+// insert without it: their migrations count as not compatible, which is what
+// they promised.
+func ensureMigrationsTable(ctx context.Context, tx pgx.Tx) error {
+	var table, column bool
+	err := tx.QueryRow(ctx, `SELECT to_regclass('chatgw_migrations') IS NOT NULL,
+		EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('chatgw_migrations')
+			AND attname = 'compatible' AND NOT attisdropped)`).Scan(&table, &column)
+	switch {
+	case err != nil:
+		return err
+	case !table:
+		_, err = tx.Exec(ctx, `CREATE TABLE chatgw_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now(),
+			compatible boolean NOT NULL DEFAULT false
+		)`)
+	case !column:
+		_, err = tx.Exec(ctx, `ALTER TABLE chatgw_migrations
+			ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false`)
+	}
+	return err
 }
 
 // checkNewer accepts a database whose schema, at version applied, is newer

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,8 @@ func TestStore(t *testing.T) {
 		{"RefusesNewerSchema", testRefusesNewerSchema},
 		{"RunsOnNewerCompatibleSchema", testNewerCompatibleSchema},
 		{"MigrationsRecordCompatibility", testMigrationsRecordCompatibility},
+		{"StartsWithoutOwningTheSchema", testStartsWithoutOwning},
+		{"AddsTheCompatibleColumn", testAddsCompatibleColumn},
 		{"OpenErrors", testOpenErrors},
 		{"SerializationFailureRetried", testSerializationFailureRetried},
 		{"DeadlockRetried", testDeadlockRetried},
@@ -160,6 +163,60 @@ func testNewerCompatibleSchema(t *testing.T, c *pgtest.Cluster) {
 	}
 	if msg := err.Error(); !strings.Contains(msg, "version 9999, newer than") || !strings.Contains(msg, "9999_changed.sql is not marked compatible") {
 		t.Errorf("Open error %q does not name the newer migration that is not compatible", msg)
+	}
+}
+
+// testStartsWithoutOwningTheSchema: once a role that may create tables has
+// migrated the database, a replica whose role may only use them (no CREATE
+// on the schema, owning nothing) starts and works: a start with nothing to
+// migrate changes no table.
+func testStartsWithoutOwning(t *testing.T, c *pgtest.Cluster) {
+	ctx := context.Background()
+	url := c.NewDatabase(t)
+	open(t, url).Close()
+	conn := c.Conn(t, dbName(t, url))
+	role := "replica_" + dbName(t, url)
+	for _, q := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+		"GRANT USAGE ON SCHEMA public TO " + role,
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO " + role,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() { conn.Exec(context.Background(), "DROP OWNED BY "+role+"; DROP ROLE "+role) })
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = neturl.User(role)
+	db, err := pgstore.Open(ctx, u.String())
+	if err != nil {
+		t.Fatalf("Open as a role that only uses the tables: %v", err)
+	}
+	defer db.Close()
+	if err := db.Update(ctx, func(tx store.Tx) error { return tx.Put([]byte("b"), []byte("k"), []byte("v")) }); err != nil {
+		t.Fatalf("Update as that role: %v", err)
+	}
+}
+
+// testAddsCompatibleColumn: on a database that gateways from before the
+// compatible column migrated, a start adds the column, their migrations
+// counting as not compatible.
+func testAddsCompatibleColumn(t *testing.T, c *pgtest.Cluster) {
+	ctx := context.Background()
+	url := c.NewDatabase(t)
+	open(t, url).Close()
+	conn := c.Conn(t, dbName(t, url))
+	if _, err := conn.Exec(ctx, "ALTER TABLE chatgw_migrations DROP COLUMN compatible"); err != nil {
+		t.Fatal(err)
+	}
+	open(t, url).Close()
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM chatgw_migrations WHERE NOT compatible").Scan(&n); err != nil || n == 0 {
+		t.Errorf("after a start: %d migrations not compatible (%v), want the earlier ones", n, err)
 	}
 }
 

@@ -22,10 +22,11 @@ type outcome struct {
 	span     trace.Span    // the failed attempt's span, to end; nil when not traced
 }
 
-// attempt sends req to one backend. Its context derives from total (the caller's
-// ctx bounded by the total time-out); a timer cancels only this attempt when the
-// response headers do not arrive within the first-byte time-out. On success the
-// attempt's context stays alive until the response body is closed.
+// attempt sends req to one backend. Its context is the caller's ctx bounded by
+// the call's total deadline (its cause then errTotalTimeout); a timer cancels
+// only this attempt when the response headers do not arrive within the
+// first-byte time-out. On success the attempt's context stays alive until the
+// response body is closed.
 //
 // It calls the transport itself, not an http.Client (whose redirects the
 // Router turns off anyway: a model backend that redirects is misconfigured,
@@ -35,8 +36,8 @@ type outcome struct {
 // the stack every streaming request keeps for as long as it streams: with
 // the client's frames and these locals it passed 8 KiB, and each open stream
 // kept a 16 KiB stack where a bare proxy keeps 8.
-func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t *target, n int) outcome {
-	c := &call{ctx: ctx, total: total, req: req, t: t, n: n, start: time.Now()}
+func (r *Router) attempt(ctx context.Context, deadline time.Time, req *Request, p *payload, t *target, n int) outcome {
+	c := &call{ctx: ctx, deadline: deadline, req: req, t: t, n: n, start: time.Now()}
 	hreq, err := r.newAttemptRequest(c, p)
 	if err != nil {
 		return outcome{err: errcat.As(err)}
@@ -55,13 +56,15 @@ func (r *Router) attempt(ctx, total context.Context, req *Request, p *payload, t
 // call is one attempt under way: what it was given, when it started, and
 // what newAttemptRequest made of it.
 type call struct {
-	ctx, total context.Context
-	req        *Request
-	t          *target
-	n          int
-	start      time.Time
-	cancel     context.CancelFunc // ends the attempt's context
-	span       trace.Span         // the attempt's client span, or nil
+	ctx      context.Context // the caller's
+	deadline time.Time       // the total time-out's, for every attempt of the call
+	actx     context.Context // the attempt's: ctx bounded by deadline
+	req      *Request
+	t        *target
+	n        int
+	start    time.Time
+	cancel   context.CancelFunc // ends the attempt's context
+	span     trace.Span         // the attempt's client span, or nil
 }
 
 // newAttemptRequest builds c's HTTP request with the attempt's own context
@@ -72,13 +75,13 @@ func (r *Router) newAttemptRequest(c *call, p *payload) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	actx, cancel := context.WithCancel(c.total)
+	actx, cancel := context.WithDeadlineCause(c.ctx, c.deadline, errTotalTimeout)
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, joinURL(c.t.baseURL, c.req.Path), body)
 	if err != nil {
 		cancel()
 		return nil, errcat.Internal(err)
 	}
-	c.cancel = cancel
+	c.actx, c.cancel = actx, cancel
 	r.setHeaders(hreq.Header, c.req, c.t)
 	c.span = r.startSpan(c.ctx, c.req, c.t, c.n, hreq.Header)
 	return hreq, nil
@@ -98,7 +101,7 @@ func (r *Router) notAnswered(c *call, resp *http.Response, err error, firstByteT
 	switch {
 	case c.ctx.Err() != nil:
 		o, kind = outcome{err: callerDone(c.ctx)}, OutcomeCancelled
-	case c.total.Err() != nil:
+	case totalPassed(c.actx):
 		o, kind = outcome{err: timeoutError(cause)}, OutcomeTotalTimeout
 	case errors.As(err, &bodyErr): // a streamed body that is not valid (invalidMultipart)
 		o, kind = outcome{err: bodyErr}, OutcomeInvalidBody
@@ -116,7 +119,7 @@ func (r *Router) notAnswered(c *call, resp *http.Response, err error, firstByteT
 // the attempt's context alive until it is closed.
 func (r *Router) answered(c *call, resp *http.Response) outcome {
 	r.logAttempt(c.ctx, c.req, c.t, c.n, OutcomeOK, resp.StatusCode, c.start)
-	body := &responseBody{rc: resp.Body, ctx: c.ctx, total: c.total, cancel: c.cancel}
+	body := &responseBody{rc: resp.Body, ctx: c.ctx, actx: c.actx, cancel: c.cancel}
 	if r.obs != nil || c.span != nil {
 		// The attempt goes on while the caller reads: it is reported
 		// (and its span ended) when the body is closed.
@@ -145,8 +148,8 @@ func (r *Router) errorAnswer(c *call, resp *http.Response) outcome {
 	switch {
 	case c.ctx.Err() != nil:
 		e, kind = callerDone(c.ctx), OutcomeCancelled
-	case c.total.Err() != nil:
-		e, kind = timeoutError(c.total.Err()), OutcomeTotalTimeout
+	case totalPassed(c.actx):
+		e, kind = timeoutError(context.DeadlineExceeded), OutcomeTotalTimeout
 	}
 	r.logAttempt(c.ctx, c.req, c.t, c.n, kind, resp.StatusCode, c.start, slog.String("body", summary))
 	retry := kind == OutcomeStatus &&

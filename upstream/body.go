@@ -254,12 +254,12 @@ func (l *lazyPipe) Close() error {
 }
 
 // responseBody is a successful response's body: it maps read errors to
-// *errcat.Error and, on Close, releases the call's contexts (the attempt and the
-// total time-out), which stay alive while the caller reads.
+// *errcat.Error and, on Close, releases the attempt's context (bounded by the
+// total time-out), which stays alive while the caller reads.
 type responseBody struct {
 	rc     io.ReadCloser
 	ctx    context.Context // the caller's context
-	total  context.Context // ctx bounded by the total time-out
+	actx   context.Context // the attempt's: ctx bounded by the total time-out
 	cancel func()
 	// obs, when not nil, is told of the attempt (att) on Close, with the
 	// outcome of the first failed read, if any.
@@ -287,7 +287,7 @@ func (b *responseBody) mapErr(err error) error {
 	if b.ctx.Err() != nil {
 		return callerDone(b.ctx)
 	}
-	if b.total.Err() != nil {
+	if totalPassed(b.actx) {
 		return timeoutError(err)
 	}
 	// A misbehaving backend's bytes may be quoted in the error (net/http

@@ -32,6 +32,18 @@ func unavailable(msg string, cause error) *errcat.Error {
 	return &errcat.Error{Code: errcat.UpstreamUnavailable, Message: msg, Cause: cause}
 }
 
+// errTotalTimeout is the cause of an attempt's context when the call's total
+// time-out passed.
+var errTotalTimeout = errors.New("upstream: total time-out passed")
+
+// totalPassed reports whether actx, an attempt's context, ended because the
+// call's total time-out passed: a context keeps the cause of its first
+// cancellation, so a later cancel (the first-byte timer, Close) does not
+// hide it.
+func totalPassed(actx context.Context) bool {
+	return actx.Err() != nil && context.Cause(actx) == errTotalTimeout
+}
+
 // timeoutError is the error when the total upstream time-out passed.
 func timeoutError(cause error) *errcat.Error {
 	return &errcat.Error{Code: errcat.UpstreamTimeout, Message: "upstream time-out reached", Cause: cause}

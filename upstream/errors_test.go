@@ -134,6 +134,29 @@ func TestTotalTimeout(t *testing.T) {
 			t.Errorf("logs lack the total_timeout outcome:\n%s", logs)
 		}
 	})
+	t.Run("across the attempts", func(t *testing.T) {
+		t.Parallel()
+		// The first backend fails after 300 ms; the second would answer
+		// 450 ms after that, past the call's 600 ms but within 600 ms of
+		// its own attempt: the time-out bounds the call, not each attempt.
+		local := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Status: 500, Latency: 300 * time.Millisecond}))
+		cloudA := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Latency: 450 * time.Millisecond}))
+		r, _ := newRouter(t, upstream.Backends{LocalURL: local.URL, CloudAURL: cloudA.URL, TotalTimeout: 600 * time.Millisecond})
+		var err error
+		within(t, 3*time.Second, func() {
+			var resp *upstream.Response
+			resp, err = r.Do(t.Context(), &upstream.Request{Alias: "lm-4-scout", Path: "/chat/completions", Body: chatBody("lm-4-scout")})
+			if err == nil {
+				resp.Body.Close()
+			}
+		})
+		if got := asErr(t, err).Code; got != errcat.UpstreamTimeout {
+			t.Errorf("Do() error code = %s, want %s", got, errcat.UpstreamTimeout)
+		}
+		if n := cloudA.CallCount(); n != 1 {
+			t.Errorf("cloudA got %d calls, want 1 (the fallback)", n)
+		}
+	})
 	t.Run("while reading the body", func(t *testing.T) {
 		t.Parallel()
 		// A stream of 1 s: its headers come at once, its end after the

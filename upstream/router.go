@@ -198,18 +198,18 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	total, cancelTotal := context.WithTimeout(ctx, r.backends.TotalTimeout)
+	// One deadline for every attempt, each attempt a context of its own
+	// under it: one level of context per attempt, not a total one above
+	// the attempt's, since every level costs a child map and a channel.
+	deadline := time.Now().Add(r.backends.TotalTimeout)
 	var lastAnswered, lastSilent, lastErr *errcat.Error
 	for i := range chain {
 		if i > 0 && !p.retryable() {
 			break
 		}
-		o := r.attempt(ctx, total, req, p, &chain[i], i+1)
+		o := r.attempt(ctx, deadline, req, p, &chain[i], i+1)
 		if o.resp != nil {
 			o.resp.Fallback = i > 0
-			body := o.resp.Body.(*responseBody)
-			attemptCancel := body.cancel
-			body.cancel = func() { attemptCancel(); cancelTotal() }
 			return o.resp, nil
 		}
 		if o.att.Outcome != "" && o.retry && i+1 < len(chain) && p.retryable() {
@@ -227,11 +227,9 @@ func (r *Router) Do(ctx context.Context, req *Request) (*Response, error) {
 		}
 		lastErr = o.err
 		if !o.retry {
-			cancelTotal()
 			return nil, o.err
 		}
 	}
-	cancelTotal()
 	switch {
 	case lastAnswered != nil:
 		return nil, lastAnswered

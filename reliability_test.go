@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -272,5 +273,40 @@ func TestEndStreamsBeforeTheAnswer(t *testing.T) {
 		body: `{"model":"lm-4-scout-local","messages":[{"role":"user","content":"hi"}]}`})
 	if got := outcome(resp, b); got != "Service Unavailable upstream_unavailable null" || !strings.Contains(string(b), "shutting down") {
 		t.Errorf("= %s %s; want 503 upstream_unavailable saying the gateway shuts down", got, b)
+	}
+}
+
+// TestJSONAnswerEndsWhenTheClientLeaves: a client that goes away while a
+// JSON answer's body has not arrived ends the upstream call (the relay
+// leaves that to the call's context, which is the request's).
+func TestJSONAnswerEndsWhenTheClientLeaves(t *testing.T) {
+	headersSent, upstreamDone := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		close(headersSent)
+		<-r.Context().Done() // the body never comes
+		close(upstreamDone)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnv(t, gateway.WithBackends(upstream.Backends{LocalURL: up.URL}))
+	ctx, leave := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"lm-4-scout-local","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer member")
+	req.Header.Set("Content-Type", "application/json")
+	go func() { <-headersSent; leave() }()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("status %d, want the client's own cancellation", resp.StatusCode)
+	}
+	select {
+	case <-upstreamDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream call still runs 5 s after the client left")
 	}
 }

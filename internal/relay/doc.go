@@ -71,8 +71,10 @@
 // it, and hands the Encoder each chunk (and the JSON completion, the end with
 // its notices, a mid-stream error, the keepalive) to translate. See Encoder.
 //
-// When the request's context is cancelled (the client went away) the upstream
-// body is closed at once, which ends the upstream call, and Response returns
-// promptly without writing anything more. A failed write to the client ends the
-// relay the same way.
+// When the request's context is cancelled (the client went away) a stream's
+// upstream body is closed at once, which ends the upstream call, and Response
+// returns promptly without writing anything more; a JSON answer, which comes
+// with its headers, is read to its end (an upstream.Router body ends with the
+// context of its call, which is the request's) and then not written. A
+// failed write to the client ends the relay the same way.
 package relay

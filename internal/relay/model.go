@@ -31,8 +31,20 @@ func newModelRewriter(alias string) *modelRewriter {
 	if alias == "" {
 		return &modelRewriter{}
 	}
-	q, _ := json.Marshal(alias) // a string always marshals
-	return &modelRewriter{quoted: string(q), spans: make([]span, 0, 1)}
+	return &modelRewriter{quoted: quoteJSON(alias), spans: make([]span, 0, 1)}
+}
+
+// quoteJSON is s as json.Marshal writes it. A model alias is printable
+// ASCII that needs no escape, which it quotes with one allocation where
+// json.Marshal takes three; anything else goes to json.Marshal.
+func quoteJSON(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return string(q)
+		}
+	}
+	return `"` + s + `"`
 }
 
 // find is findModel with the rewriter's scanner and spans, reused from chunk

@@ -29,8 +29,9 @@ const maxEventSize = 1 << 20
 
 // Response relays resp, a successful upstream answer, to the client of r, as SSE
 // or JSON (see the package doc), and closes resp.Body. It uses r's context:
-// cancelling it (the client went away) closes the upstream body at once and
-// Response returns without writing more. Headers the caller set on w are sent
+// cancelling it (the client went away) closes a stream's upstream body at
+// once and Response returns without writing more; a JSON answer is read to
+// its end first (a Router's body ends with the context of its call). Headers the caller set on w are sent
 // with a successful answer. When r is metered (httpx.MeterOf), the answer's
 // usage, as far as it arrived, is reported to its Meter as Response returns.
 func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, opts Options) Result {
@@ -49,15 +50,20 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 			}
 		}()
 	}
+	stream := IsStream(resp.Header, opts.Stream)
 	body := closeOnce(resp.Body)
 	defer body.Close()
-	stop := context.AfterFunc(r.Context(), func() { body.Close() })
-	defer stop()
+	// The gateway shutting down ends the upstream read, and the client is
+	// told why (see shutdownError). The client going away ends a stream's,
+	// whose next event may be minutes away; a JSON answer arrives with its
+	// headers, and an upstream.Router body already ends with the context of
+	// its call, which is r's: watching r's context too would cost every
+	// answer a context child.
 	if sd := httpx.InfoFrom(r.Context()).Shutdown; sd != nil {
-		// The gateway shuts down: the upstream read ends, and the client is
-		// told why (see shutdownError).
-		stopSD := context.AfterFunc(sd, func() { body.Close() })
-		defer stopSD()
+		defer context.AfterFunc(sd, func() { body.Close() })()
+	}
+	if stream {
+		defer context.AfterFunc(r.Context(), func() { body.Close() })()
 	}
 
 	committed := false
@@ -71,7 +77,7 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 	}
 	setBackend(w.Header(), resp)
 	var res Result
-	if IsStream(resp.Header, opts.Stream) {
+	if stream {
 		rec.StreamStarts()
 		res = relaySSE(w, r, body, &opts)
 		rec.StreamEnds(streamOutcome(r, res, commitErr, opts.maxBytes()))
@@ -123,9 +129,9 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 	// The answer's "model" members, to be written as the alias; the walk
 	// that finds them validates an object answer on the way.
 	var spans []span
-	mr := newModelRewriter(opts.rewriteModel())
-	valid := false
-	if mr.quoted != "" {
+	quoted, valid := "", false
+	if alias := opts.rewriteModel(); alias != "" {
+		quoted = quoteJSON(alias)
 		var sc jsonscan.Scanner[[]byte]
 		spans, valid = findModel(&sc, b, nil)
 	}
@@ -153,12 +159,12 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)+len(spans)*len(mr.quoted)-spansLen(spans)))
+	h.Set("Content-Length", strconv.Itoa(len(b)+len(spans)*len(quoted)-spansLen(spans)))
 	setApplied(h, opts.Applied)
 	setNotices(h, opts.Notices)
 	httpx.InfoFrom(ctx).Metrics.AnswerStarts()
 	w.WriteHeader(http.StatusOK)
-	if err := writeSpliced(w, b, spans, mr.quoted); err != nil {
+	if err := writeSpliced(w, b, spans, quoted); err != nil {
 		return Result{Started: true, Err: err}
 	}
 	return Result{Started: true, Complete: true}

@@ -33,8 +33,9 @@ func unavailable(msg string, cause error) *errcat.Error {
 }
 
 // errTotalTimeout is the cause of an attempt's context when the call's total
-// time-out passed.
-var errTotalTimeout = errors.New("upstream: total time-out passed")
+// time-out passed; it is a context.DeadlineExceeded, which the transport
+// returns it as.
+var errTotalTimeout = fmt.Errorf("upstream: total time-out passed: %w", context.DeadlineExceeded)
 
 // totalPassed reports whether actx, an attempt's context, ended because the
 // call's total time-out passed: a context keeps the cause of its first

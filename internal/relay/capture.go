@@ -146,11 +146,21 @@ func (c *Capture) usageFromJSON(b []byte) {
 	if start >= len(b) || b[start] != '{' {
 		return
 	}
+	var usage span
 	_, _ = sc.Object(start, func(k jsonscan.Key, v int) (int, error) {
 		end, err := sc.Value(v)
 		if err == nil && string(b[k.Start:k.End]) == `"usage"` && isJSONObject(b[v:end]) {
-			c.Usage = bytes.Clone(b[v:end]) // b may be large: keep only this
+			usage = span{v, end}
 		}
 		return end, err
 	})
+	c.keepUsage(b, usage)
+}
+
+// keepUsage keeps the usage object at span u of b, a JSON answer; an empty
+// span keeps none.
+func (c *Capture) keepUsage(b []byte, u span) {
+	if u.end > u.start {
+		c.Usage = bytes.Clone(b[u.start:u.end]) // b may be large: keep only this
+	}
 }

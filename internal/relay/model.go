@@ -51,7 +51,7 @@ func quoteJSON(s string) string {
 // to chunk; the spans are valid until the next call.
 func (m *modelRewriter) find(data string) ([]span, bool) {
 	var ok bool
-	m.spans, ok = findModel(&m.sc, data, m.spans[:0])
+	m.spans, ok = findModel(&m.sc, data, m.spans[:0], nil)
 	return m.spans, ok
 }
 
@@ -59,8 +59,11 @@ func (m *modelRewriter) find(data string) ([]span, bool) {
 // whose key is "model" (after unescaping, so that "mod\u0065l" is one too;
 // every such member, as a client may keep the first or the last), walking
 // data with sc, and reports whether data is one JSON object, valid as
-// json.Valid says. A span found before a syntax error is kept.
-func findModel[T jsonscan.Text](sc *jsonscan.Scanner[T], data T, spans []span) ([]span, bool) {
+// json.Valid says. A span found before a syntax error is kept. When usage is
+// not nil, it is set to the span of the last top-level "usage" member whose
+// value is an object, as Capture.usageFromJSON finds it, so that a JSON
+// answer is walked once for both.
+func findModel[T jsonscan.Text](sc *jsonscan.Scanner[T], data T, spans []span, usage *span) ([]span, bool) {
 	sc.Reset(data)
 	i := sc.Space(0)
 	if i >= len(data) || data[i] != '{' {
@@ -68,8 +71,12 @@ func findModel[T jsonscan.Text](sc *jsonscan.Scanner[T], data T, spans []span) (
 	}
 	end, err := sc.Object(i, func(key jsonscan.Key, v int) (int, error) {
 		end, err := sc.Value(v)
-		if err == nil && isModelKey(data[key.Start:key.End], key.Escaped) {
+		switch lit := data[key.Start:key.End]; {
+		case err != nil:
+		case isModelKey(lit, key.Escaped):
 			spans = append(spans, span{v, end})
+		case usage != nil && string(lit) == `"usage"` && data[v] == '{':
+			*usage = span{v, end}
 		}
 		return end, err
 	})

@@ -91,3 +91,26 @@ func TestBackendHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONUsageWithAlias: the walk that writes the alias into a JSON answer
+// keeps its usage too, as a usage-only capture without an alias keeps it:
+// the last top-level "usage" object, nothing nested, no other value.
+func TestJSONUsageWithAlias(t *testing.T) {
+	tests := []struct{ name, answer, want string }{
+		{"usage", `{"model":"m","usage":{"total_tokens":7}}`, `{"total_tokens":7}`},
+		{"the last", `{"usage":{"total_tokens":1},"model":"m","usage":{"total_tokens":2}}`, `{"total_tokens":2}`},
+		{"not an object", `{"model":"m","usage":7}`, ``},
+		{"nested only", `{"model":"m","choices":[{"usage":{"total_tokens":3}}]}`, ``},
+		{"none", `{"model":"m"}`, ``},
+	}
+	for _, tt := range tests {
+		for _, alias := range []string{"lm-4-scout", ""} {
+			c := relay.Capture{UsageOnly: true}
+			res := relay.Response(newRecorder(), httptest.NewRequest("POST", "/", nil), jsonResponse(tt.answer),
+				relay.Options{Model: alias, Capture: &c})
+			if !res.Complete || string(c.Usage) != tt.want {
+				t.Errorf("%s, alias %q: Response() = %+v, usage %s; want complete, usage %s", tt.name, alias, res, c.Usage, tt.want)
+			}
+		}
+	}
+}

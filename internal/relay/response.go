@@ -129,11 +129,12 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 	// The answer's "model" members, to be written as the alias; the walk
 	// that finds them validates an object answer on the way.
 	var spans []span
+	var usage span
 	quoted, valid := "", false
 	if alias := opts.rewriteModel(); alias != "" {
 		quoted = quoteJSON(alias)
 		var sc jsonscan.Scanner[[]byte]
-		spans, valid = findModel(&sc, b, nil)
+		spans, valid = findModel(&sc, b, nil, &usage)
 	}
 	switch {
 	case !valid && !json.Valid(b):
@@ -141,8 +142,10 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 	case IsErrorObject(b[:min(len(b), 256)]):
 		return fail(w, r, nil, fmt.Errorf("relay: upstream answered an error object: %s", redact.Body(b)))
 	}
-	if opts.Capture != nil {
-		opts.Capture.fromJSON(b)
+	if c := opts.Capture; c != nil && c.UsageOnly && valid {
+		c.keepUsage(b, usage) // found by the model walk
+	} else if c != nil {
+		c.fromJSON(b)
 	}
 	if enc := opts.Encoder; enc != nil {
 		// Before Commit: an answer the client cannot be given is not stored.
@@ -158,8 +161,9 @@ func relayJSON(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opt
 		}
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)+len(spans)*len(quoted)-spansLen(spans)))
+	vs := make(headerValues, 0, 2)
+	vs.set(h, "Content-Type", "application/json")
+	vs.set(h, "Content-Length", strconv.Itoa(len(b)+len(spans)*len(quoted)-spansLen(spans)))
 	setApplied(h, opts.Applied)
 	setNotices(h, opts.Notices)
 	httpx.InfoFrom(ctx).Metrics.AnswerStarts()
@@ -446,12 +450,29 @@ func setNotices(h http.Header, notices []Notice) {
 // setBackend names the backend that answered in HeaderBackend and
 // HeaderBackendModel, when the Upstream says.
 func setBackend(h http.Header, resp *upstream.Response) {
+	if resp.Provider == "" && resp.RouterAlias == "" {
+		return
+	}
+	vs := make(headerValues, 0, 2)
 	if resp.Provider != "" {
-		h.Set(HeaderBackend, resp.Provider)
+		vs.set(h, HeaderBackend, resp.Provider)
 	}
 	if resp.RouterAlias != "" {
-		h.Set(HeaderBackendModel, resp.RouterAlias)
+		vs.set(h, HeaderBackendModel, resp.RouterAlias)
 	}
+}
+
+// headerValues gives the headers of an answer one array of values, where a
+// Set each would allocate a slice apiece. Each value's slice ends its
+// capacity at the value, so that an Add to one copies instead of
+// overwriting the next.
+type headerValues []string
+
+// set sets h[key] to v alone; key is in canonical form (Set's).
+func (vs *headerValues) set(h http.Header, key, v string) {
+	*vs = append(*vs, v)
+	n := len(*vs)
+	h[key] = (*vs)[n-1 : n : n]
 }
 
 func setApplied(h http.Header, applied string) {

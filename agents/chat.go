@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
@@ -81,7 +80,7 @@ func (s *Service) newRun(r *http.Request) (*run, error) {
 		user:      httpx.UserID(r),
 		depth:     depth,
 		requestID: httpx.InfoFrom(r.Context()).RequestID,
-		consent:   strings.Join(r.Header.Values(preflight.HeaderCloudConsent), ","),
+		consent:   preflight.CloudConsent(r.Header),
 	}, nil
 }
 

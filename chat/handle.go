@@ -185,7 +185,7 @@ func (s *Service) prepare(r *http.Request, t *turn) (*preflight.Result, error) {
 		Tenant:       t.principal.Tenant,
 		Catalog:      s.catalog,
 		System:       func(context.Context) (string, error) { return st.system, nil },
-		CloudConsent: r.Header.Get(preflight.HeaderCloudConsent),
+		CloudConsent: preflight.CloudConsent(r.Header),
 		Consents:     s.consents,
 		Guard:        &preflight.Guard{Classifier: s.guard, NewOnly: true, User: t.user},
 	})

@@ -32,7 +32,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/chatgw/gateway/auth"
@@ -101,7 +100,7 @@ func (c *Chat) request(r *http.Request, p *auth.Principal, body []byte) *preflig
 		Body:         body,
 		Tenant:       p.Tenant,
 		Catalog:      c.Catalog,
-		CloudConsent: strings.Join(r.Header.Values(preflight.HeaderCloudConsent), ","),
+		CloudConsent: preflight.CloudConsent(r.Header),
 		Consents:     c.Consents,
 		System:       preflight.Injector(c.Inject, p.Tenant.ID, user),
 		Guard:        &preflight.Guard{Classifier: c.Classifier, User: user},

@@ -3,6 +3,7 @@ package preflight_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,22 @@ func TestCloudConsentStoreFailure(t *testing.T) {
 	_, err := check(t, preflight.Request{Body: []byte(body), Tenant: tenant, Consents: consents})
 	if diff := cmp.Diff(errWant{errcat.StorageError, "", 500}, errOf(err)); diff != "" {
 		t.Errorf("Check() error mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestCloudConsentHeader: CloudConsent reads what Header.Values would, under
+// the canonical key, every value in one list.
+func TestCloudConsentHeader(t *testing.T) {
+	if got := http.CanonicalHeaderKey(preflight.HeaderCloudConsent); got != "Gw-Cloud-Consent" {
+		t.Fatalf("canonical key = %q", got)
+	}
+	for _, vals := range [][]string{nil, {"abc"}, {"abc;persist", "def"}} {
+		h := http.Header{}
+		for _, v := range vals {
+			h.Add(preflight.HeaderCloudConsent, v)
+		}
+		if got, want := preflight.CloudConsent(h), strings.Join(h.Values(preflight.HeaderCloudConsent), ","); got != want {
+			t.Errorf("CloudConsent(%q) = %q, want %q", vals, got, want)
+		}
 	}
 }

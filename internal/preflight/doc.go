@@ -9,7 +9,7 @@
 //		Catalog:      catalog,
 //		ParamPrefix:  "",                 // "body." on /c1
 //		System:       injectFn,           // optional: memory + prompts
-//		CloudConsent: r.Header.Get(preflight.HeaderCloudConsent),
+//		CloudConsent: preflight.CloudConsent(r.Header),
 //		Consents:     consents,           // optional: persisted grants
 //	})
 //	if err != nil { httpx.WriteError(w, r, err); return }

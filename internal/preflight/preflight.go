@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
@@ -22,6 +24,17 @@ const (
 // HeaderCloudConsent is the request header that grants cloud consent for
 // document attachments: <content_hash>[;persist][, ...].
 const HeaderCloudConsent = "GW-Cloud-Consent"
+
+// canonicalCloudConsent is HeaderCloudConsent's canonical form
+// (http.CanonicalHeaderKey), under which http.Header keeps it.
+const canonicalCloudConsent = "Gw-Cloud-Consent"
+
+// CloudConsent is h's HeaderCloudConsent values as one list, joined with
+// commas, for Request.CloudConsent. It reads the canonical key itself:
+// Header.Values would allocate that form on every request.
+func CloudConsent(h http.Header) string {
+	return strings.Join(h[canonicalCloudConsent], ",")
+}
 
 // Request is one chat-completions request to check and rewrite.
 type Request struct {

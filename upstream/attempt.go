@@ -119,21 +119,26 @@ func (r *Router) notAnswered(c *call, resp *http.Response, err error, firstByteT
 // the attempt's context alive until it is closed.
 func (r *Router) answered(c *call, resp *http.Response) outcome {
 	r.logAttempt(c.ctx, c.req, c.t, c.n, OutcomeOK, resp.StatusCode, c.start)
-	body := &responseBody{rc: resp.Body, ctx: c.ctx, actx: c.actx, cancel: c.cancel}
+	// The Response and its body in one allocation: they live as long.
+	a := &struct {
+		resp Response
+		body responseBody
+	}{body: responseBody{rc: resp.Body, ctx: c.ctx, actx: c.actx, cancel: c.cancel}}
 	if r.obs != nil || c.span != nil {
 		// The attempt goes on while the caller reads: it is reported
 		// (and its span ended) when the body is closed.
-		body.obs, body.span, body.att = r.obs, c.span, attemptOf(c.req, c.t, c.n, OutcomeOK, resp.StatusCode, c.start)
+		a.body.obs, a.body.span, a.body.att = r.obs, c.span, attemptOf(c.req, c.t, c.n, OutcomeOK, resp.StatusCode, c.start)
 	}
-	return outcome{resp: &Response{
+	a.resp = Response{
 		StatusCode:  resp.StatusCode,
 		Header:      resp.Header,
-		Body:        body,
+		Body:        &a.body,
 		Provider:    c.t.provider,
 		RouterAlias: c.t.routerAlias,
 		Attempt:     c.n,
 		Span:        c.span,
-	}}
+	}
+	return outcome{resp: &a.resp}
 }
 
 // errorAnswer is the outcome of an answer with another status: its error,

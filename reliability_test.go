@@ -258,16 +258,8 @@ func TestStoredReplyFitsTheWindow(t *testing.T) {
 // when the gateway ends its streams answers 503 upstream_unavailable saying
 // the gateway shuts down, not a cut connection.
 func TestEndStreamsBeforeTheAnswer(t *testing.T) {
-	headersSent := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		close(headersSent)
-		<-r.Context().Done() // the body never comes
-	}))
-	t.Cleanup(up.Close)
-	e := newEnv(t, gateway.WithBackends(upstream.Backends{LocalURL: up.URL}))
+	up, headersSent, _ := bodylessUpstream(t)
+	e := newEnv(t, gateway.WithBackends(upstream.Backends{LocalURL: up}))
 	go func() { <-headersSent; e.g.EndStreams() }() // a relay that starts after it still ends at once
 	resp, b := e.do(t, call{method: "POST", path: "/v1/chat/completions", token: "member",
 		body: `{"model":"lm-4-scout-local","messages":[{"role":"user","content":"hi"}]}`})
@@ -280,17 +272,8 @@ func TestEndStreamsBeforeTheAnswer(t *testing.T) {
 // JSON answer's body has not arrived ends the upstream call (the relay
 // leaves that to the call's context, which is the request's).
 func TestJSONAnswerEndsWhenTheClientLeaves(t *testing.T) {
-	headersSent, upstreamDone := make(chan struct{}), make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		close(headersSent)
-		<-r.Context().Done() // the body never comes
-		close(upstreamDone)
-	}))
-	t.Cleanup(up.Close)
-	e := newEnv(t, gateway.WithBackends(upstream.Backends{LocalURL: up.URL}))
+	up, headersSent, upstreamDone := bodylessUpstream(t)
+	e := newEnv(t, gateway.WithBackends(upstream.Backends{LocalURL: up}))
 	ctx, leave := context.WithCancel(t.Context())
 	req, err := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"lm-4-scout-local","messages":[{"role":"user","content":"hi"}]}`))
@@ -309,4 +292,21 @@ func TestJSONAnswerEndsWhenTheClientLeaves(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream call still runs 5 s after the client left")
 	}
+}
+
+// bodylessUpstream is a backend whose JSON answer sends its headers and never
+// its body: headersSent closes once they are flushed, done once the call
+// ended at the backend (the gateway closed it).
+func bodylessUpstream(t *testing.T) (url string, headersSent, done <-chan struct{}) {
+	sent, ended := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		close(sent)
+		<-r.Context().Done() // the body never comes
+		close(ended)
+	}))
+	t.Cleanup(up.Close)
+	return up.URL, sent, ended
 }

@@ -31,9 +31,10 @@ const maxEventSize = 1 << 20
 // or JSON (see the package doc), and closes resp.Body. It uses r's context:
 // cancelling it (the client went away) closes a stream's upstream body at
 // once and Response returns without writing more; a JSON answer is read to
-// its end first (a Router's body ends with the context of its call). Headers the caller set on w are sent
-// with a successful answer. When r is metered (httpx.MeterOf), the answer's
-// usage, as far as it arrived, is reported to its Meter as Response returns.
+// its end first (a Router's body ends with the context of its call), then
+// not written. Headers the caller set on w are sent with a successful
+// answer. When r is metered (httpx.MeterOf), the answer's usage, as far as
+// it arrived, is reported to its Meter as Response returns.
 func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, opts Options) Result {
 	meter, rec := httpx.MeterOf(r.Context()), httpx.InfoFrom(r.Context()).Metrics
 	if opts.Capture == nil && (opts.Ticket != nil || meter != nil || rec.On() || traced(resp.Span)) {

@@ -119,10 +119,18 @@ func testMigrationsOnce(t *testing.T, c *pgtest.Cluster) {
 	}
 }
 
-func testRefusesNewerSchema(t *testing.T, c *pgtest.Cluster) {
-	url := c.NewDatabase(t)
+// migratedDatabase is a new database that a start of this build migrated,
+// and a connection to it as the cluster's superuser, to change it under the
+// store.
+func migratedDatabase(t *testing.T, c *pgtest.Cluster) (url string, conn *pgx.Conn) {
+	t.Helper()
+	url = c.NewDatabase(t)
 	open(t, url).Close()
-	conn := c.Conn(t, dbName(t, url))
+	return url, c.Conn(t, dbName(t, url))
+}
+
+func testRefusesNewerSchema(t *testing.T, c *pgtest.Cluster) {
+	url, conn := migratedDatabase(t, c)
 	if _, err := conn.Exec(context.Background(), "INSERT INTO chatgw_migrations (version, name) VALUES (9999, '9999_future.sql')"); err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +149,7 @@ func testRefusesNewerSchema(t *testing.T, c *pgtest.Cluster) {
 // replica at a time; one more that is not marked refuses it again, naming it.
 func testNewerCompatibleSchema(t *testing.T, c *pgtest.Cluster) {
 	ctx := context.Background()
-	url := c.NewDatabase(t)
-	open(t, url).Close()
-	conn := c.Conn(t, dbName(t, url))
+	url, conn := migratedDatabase(t, c)
 	if _, err := conn.Exec(ctx, "INSERT INTO chatgw_migrations (version, name, compatible) VALUES (9998, '9998_added.sql', true)"); err != nil {
 		t.Fatal(err)
 	}
@@ -172,9 +178,7 @@ func testNewerCompatibleSchema(t *testing.T, c *pgtest.Cluster) {
 // migrate changes no table.
 func testStartsWithoutOwning(t *testing.T, c *pgtest.Cluster) {
 	ctx := context.Background()
-	url := c.NewDatabase(t)
-	open(t, url).Close()
-	conn := c.Conn(t, dbName(t, url))
+	url, conn := migratedDatabase(t, c)
 	role := "replica_" + dbName(t, url)
 	for _, q := range []string{
 		"CREATE ROLE " + role + " LOGIN",
@@ -207,9 +211,7 @@ func testStartsWithoutOwning(t *testing.T, c *pgtest.Cluster) {
 // counting as not compatible.
 func testAddsCompatibleColumn(t *testing.T, c *pgtest.Cluster) {
 	ctx := context.Background()
-	url := c.NewDatabase(t)
-	open(t, url).Close()
-	conn := c.Conn(t, dbName(t, url))
+	url, conn := migratedDatabase(t, c)
 	if _, err := conn.Exec(ctx, "ALTER TABLE chatgw_migrations DROP COLUMN compatible"); err != nil {
 		t.Fatal(err)
 	}
@@ -225,9 +227,8 @@ func testAddsCompatibleColumn(t *testing.T, c *pgtest.Cluster) {
 // than the marker refuse any newer schema anyway), 0003 does (it adds a
 // function that earlier gateways never call).
 func testMigrationsRecordCompatibility(t *testing.T, c *pgtest.Cluster) {
-	url := c.NewDatabase(t)
-	open(t, url).Close()
-	rows, err := c.Conn(t, dbName(t, url)).Query(context.Background(),
+	_, conn := migratedDatabase(t, c)
+	rows, err := conn.Query(context.Background(),
 		"SELECT name, compatible FROM chatgw_migrations WHERE version <= 3 ORDER BY version")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/logwrite"
 	"github.com/chatgw/gateway/internal/metrics"
 	"github.com/chatgw/gateway/internal/redact"
 	"github.com/julienschmidt/httprouter"
@@ -113,7 +114,7 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 			n++
 		}
 	}
-	g.log.LogAttrs(ctx, level, "request", attrs[:n]...)
+	logwrite.Log(ctx, g.log, level, "request", attrs[:n]...)
 }
 
 // wrap applies the per-route rules: bearer auth, tenant binding, rate limit,

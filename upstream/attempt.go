@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
+	"github.com/chatgw/gateway/internal/logwrite"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -220,5 +221,5 @@ func (r *Router) logAttempt(ctx context.Context, req *Request, t *target, n int,
 		attrs = append(attrs, slog.Int("status", status))
 	}
 	attrs = append(attrs, detail...)
-	r.log.LogAttrs(ctx, level, "upstream attempt", attrs...)
+	logwrite.Log(ctx, r.log, level, "upstream attempt", attrs...)
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/chatgw/gateway/internal/gctune"
+	"github.com/chatgw/gateway/internal/logwrite"
 )
 
 func main() {
@@ -18,7 +19,14 @@ func main() {
 	defer stop()
 	// Fewer collections while the live heap is small, unless GOGC is set.
 	defer gctune.StartDefault(os.LookupEnv)()
-	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stderr); err != nil {
+	// Everything gatewayd writes to stderr (its log lines, the address and
+	// token it prints) goes through one Writer, in order: a line is written at
+	// once when stderr is idle, and under load with the others that came
+	// while it was busy, not with a system call each.
+	stderr := logwrite.New(os.Stderr)
+	err := run(ctx, os.Args[1:], os.LookupEnv, stderr)
+	stderr.Close() // written before the exit below
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayd:", err)
 		os.Exit(1)
 	}

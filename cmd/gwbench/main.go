@@ -99,6 +99,7 @@ type config struct {
 	jsonOut         string
 	gatewayPprof    string
 	gatewayEnv      []string // KEY=VALUE added to the gateway process's environment
+	gatewayLog      string   // -gateway-log: "" (a temporary file), gatewayLogNone or a path
 	streams         int
 	slowChunks      int
 	slowInterval    time.Duration
@@ -141,6 +142,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&cfg.slowRamp, "slow-ramp", 1000, scenarioSlowStreams+": streams opened per second")
 	fs.BoolVar(&cfg.slowH2C, "slow-h2c", false, scenarioSlowStreams+": the proxy and the gateway reach the fake over h2c (HTTP/2 without TLS), multiplexing the streams on few connections, instead of one HTTP/1.1 connection per stream")
 	fs.StringVar(&cfg.gatewayPprof, "gateway-pprof", "", "serve the gateway process's net/http/pprof on this address (host:port), for profiling under load")
+	fs.StringVar(&cfg.gatewayLog, "gateway-log", "", "where the gateway's JSON log lines go, as gatewayd writes them to stderr (a line per request and per upstream attempt): a file appended to, or "+gatewayLogNone+" for a logger that builds no line; default: a temporary file, removed at the end")
 	genv := fs.String("gateway-env", "", "comma-separated KEY=VALUE added to the gateway process's environment, e.g. GOGC=100,GOMAXPROCS=1, to compare runtime settings")
 	fs.BoolVar(&cfg.goals, "goals", false, "measure issue 18's performance goals in one run, each beside the bare proxy (v1-sse at 500/s, peak, c1-sse at 1000/s and 3000/s, "+scenarioSlowStreams+" with 2000 and 10000 streams) and judge them; ignores -scenarios, -targets, -rate, -streams and -slow-h2c")
 	fs.BoolVar(&cfg.quick, "quick", false, "a run of a few seconds: -rate 200 -duration 300ms -warmup 100ms -rounds 1 -peak-workers 8 -slow-chunks 3 -slow-interval 100ms")

@@ -114,10 +114,12 @@ func TestQuickRun(t *testing.T) {
 		t.Skip("starts three server processes: not in -short")
 	}
 	out := filepath.Join(t.TempDir(), "out.json")
-	cfg, err := parseFlags([]string{"-quick", "-duration", "200ms", "-warmup", "50ms", "-json", out}, &bytes.Buffer{})
+	logPath := filepath.Join(t.TempDir(), "gateway.log")
+	cfg, err := parseFlags([]string{"-quick", "-duration", "200ms", "-warmup", "50ms", "-json", out, "-gateway-log", logPath}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer checkGatewayLog(t, logPath)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
@@ -156,6 +158,33 @@ func TestQuickRun(t *testing.T) {
 				t.Errorf("%s, %s: no time to first byte", s.Name, tr.Target)
 			}
 		}
+	}
+}
+
+// checkGatewayLog checks that the gateway logged at path as gatewayd does: a
+// JSON line for each request and for each upstream attempt.
+func checkGatewayLog(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("-gateway-log: %v", err)
+	}
+	msgs := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var rec struct {
+			Msg       string `json:"msg"`
+			RequestID string `json:"request_id"`
+		}
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if (rec.Msg == "request" || rec.Msg == "upstream attempt") && rec.RequestID == "" {
+			t.Errorf("log line %q: no request_id", l)
+		}
+		msgs[rec.Msg]++
+	}
+	if msgs["request"] == 0 || msgs["upstream attempt"] < msgs["request"]/2 {
+		t.Errorf("log lines by message %v: want a request line per request and an upstream attempt line per model call", msgs)
 	}
 }
 

@@ -34,6 +34,7 @@ type report struct {
 	StoreVersion     string           `json:"store_version,omitempty"` // PostgreSQL's server_version
 	StoreAbout       string           `json:"store_about,omitempty"`   // where the store is, how it syncs commits
 	GatewayReplicas  int              `json:"gateway_replicas,omitempty"`
+	GatewayLog       string           `json:"gateway_log,omitempty"` // "file" (gatewayd's JSON lines) or "none"
 	GatewayIdleRSSMB float64          `json:"gateway_idle_rss_mb,omitempty"`
 	Scenarios        []scenarioReport `json:"scenarios"`
 	// The slow-streams scenario, when it ran.
@@ -237,7 +238,7 @@ func writeMarkdown(w io.Writer, rep *report) {
 }
 
 // gatewaySentence says, for the report's header, how many gateway processes
-// ran and on which store; "" when the gateway was not a target.
+// ran, where their log lines went and on which store; "" when the gateway was not a target.
 func gatewaySentence(rep *report) string {
 	if rep.Store == "" {
 		return ""
@@ -253,7 +254,11 @@ func gatewaySentence(rep *report) string {
 	if rep.Store == "postgresql" {
 		store = "PostgreSQL " + rep.StoreVersion
 	}
-	return fmt.Sprintf(" Gateway: %s. Store: %s, %s.", procs, store, rep.StoreAbout)
+	logs := "gatewayd's JSON lines, appended to a file"
+	if rep.GatewayLog == gatewayLogNone {
+		logs = "none built (-gateway-log none)"
+	}
+	return fmt.Sprintf(" Gateway: %s. Logs: %s. Store: %s, %s.", procs, logs, store, rep.StoreAbout)
 }
 
 // writeScenarios writes the tables of the load scenarios.

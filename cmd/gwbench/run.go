@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -132,6 +133,13 @@ func (b *bench) start(exe string) error {
 // listener.
 func (b *bench) startGateways(exe, fakeURL, token string) ([]*server, error) {
 	args := []string{"-upstream", fakeURL, "-token", token}
+	logPath, err := b.gatewayLogPath()
+	if err != nil {
+		return nil, err
+	}
+	if logPath != "" {
+		args = append(args, "-log", logPath)
+	}
 	if b.storeURL == "" {
 		if err := b.makeDataDir(); err != nil {
 			return nil, err
@@ -167,6 +175,27 @@ func (b *bench) startServer(exe string, env []string, name string, args ...strin
 	}
 	b.servers = append(b.servers, s)
 	return s, nil
+}
+
+// gatewayLogNone is the -gateway-log that builds no log line.
+const gatewayLogNone = "none"
+
+// gatewayLogPath is the file the gateway processes append their log lines to:
+// -gateway-log, or gateway.log in a new temporary directory that close
+// removes; "" for -gateway-log none.
+func (b *bench) gatewayLogPath() (string, error) {
+	switch b.cfg.gatewayLog {
+	case gatewayLogNone:
+		return "", nil
+	case "":
+		dir, err := os.MkdirTemp("", "gwbench-log-")
+		if err != nil {
+			return "", err
+		}
+		b.cleanup = append(b.cleanup, func() { os.RemoveAll(dir) })
+		return filepath.Join(dir, "gateway.log"), nil
+	}
+	return b.cfg.gatewayLog, nil
 }
 
 // makeDataDir picks the gateway's data directory: -data-dir, or a new
@@ -219,6 +248,10 @@ func (b *bench) newReport() *report {
 	if slices.Contains(cfg.targets, targetGateway) {
 		rep.Store, rep.StoreVersion, rep.StoreAbout = b.store.name, b.store.version, b.store.about
 		rep.GatewayReplicas = cfg.replicas
+		rep.GatewayLog = "file"
+		if cfg.gatewayLog == gatewayLogNone {
+			rep.GatewayLog = gatewayLogNone
+		}
 	}
 	for _, t := range b.targets {
 		if t.name == targetGateway {

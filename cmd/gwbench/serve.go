@@ -20,6 +20,7 @@ import (
 	"github.com/chatgw/gateway"
 	"github.com/chatgw/gateway/auth"
 	"github.com/chatgw/gateway/internal/gctune"
+	"github.com/chatgw/gateway/internal/logwrite"
 	"github.com/chatgw/gateway/store/pgstore"
 	"github.com/chatgw/gateway/upstream"
 	"github.com/chatgw/gateway/upstream/upstreamtest"
@@ -58,6 +59,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdin
 	token := fs.String("token", "", "gateway: the bearer token")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address too (host:port)")
 	h2c := fs.Bool("h2c", false, "fake: accept h2c (HTTP/2 without TLS) too; proxy, gateway: reach the upstream over h2c")
+	logPath := fs.String("log", "", "gateway: append the JSON log lines, as gatewayd writes them to stderr, to this file; none: the lines are not built")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -80,7 +82,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdin
 		defer stopTune()
 		var g *gateway.Gateway
 		g, cleanup, err = newGateway(ctx, gatewaySetup{upstream: *up, token: *token,
-			dataDir: *dataDir, storeURL: getenv(storeURLEnv), h2c: *h2c})
+			dataDir: *dataDir, storeURL: getenv(storeURLEnv), h2c: *h2c, logPath: *logPath})
 		if g != nil {
 			h = g
 		}
@@ -187,15 +189,17 @@ type gatewaySetup struct {
 	dataDir  string // the bbolt store's directory, when storeURL is ""
 	storeURL string // a PostgreSQL database (store/pgstore)
 	h2c      bool
+	logPath  string // the file the log lines are appended to; "": none
 }
 
 // newGateway is the gateway as gatewayd builds it, with its real middleware:
 // one tenant_admin token whose rate limit (1e9/s) never bites, the built-in
 // model catalog with the fake as the local backend, the default bbolt store in
 // s.dataDir or the PostgreSQL store of s.storeURL (whose rate limiter, shared
-// by the replicas, the gateway then uses, as gatewayd's would), and a logger
-// that discards (the log line is still built). closeAll closes the gateway,
-// then the store.
+// by the replicas, the gateway then uses, as gatewayd's would), and gatewayd's
+// logger: JSON lines through a logwrite.Writer, appended to s.logPath (when
+// it is "", a logger that is never enabled, so that no line is built).
+// closeAll closes the gateway, then the store and the log.
 //
 // With h2c, the gateway's upstream router gets a transport that speaks h2c
 // to the fake (otherwise as the router's own: 256 idle connections per
@@ -211,10 +215,19 @@ func newGateway(ctx context.Context, s gatewaySetup) (g *gateway.Gateway, closeA
 		return nil, nil, err
 	}
 	backends := upstream.Backends{LocalURL: strings.TrimSuffix(s.upstream, "/") + "/v1"}
+	logger, closeLog, err := gatewayLogger(s.logPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			closeLog()
+		}
+	}()
 	opts := []gateway.Option{
 		gateway.WithTokenCatalog(tokens),
 		gateway.WithBackends(backends),
-		gateway.WithLogger(slog.New(slog.DiscardHandler)),
+		gateway.WithLogger(logger),
 	}
 	if s.h2c {
 		cat, err := upstream.DefaultCatalog()
@@ -234,7 +247,7 @@ func newGateway(ctx context.Context, s gatewaySetup) (g *gateway.Gateway, closeA
 		if err != nil {
 			return nil, nil, err
 		}
-		return g, func() { g.Close() }, nil
+		return g, func() { g.Close(); closeLog() }, nil
 	}
 	db, err := pgstore.Open(ctx, s.storeURL)
 	if err != nil {
@@ -245,7 +258,21 @@ func newGateway(ctx context.Context, s gatewaySetup) (g *gateway.Gateway, closeA
 		db.Close()
 		return nil, nil, err
 	}
-	return g, func() { g.Close(); db.Close() }, nil
+	return g, func() { g.Close(); db.Close(); closeLog() }, nil
+}
+
+// gatewayLogger is gatewayd's logger writing to the file at path (appended
+// to, so that replicas share it), or, for "", a logger that builds no line.
+func gatewayLogger(path string) (*slog.Logger, func(), error) {
+	if path == "" {
+		return slog.New(slog.DiscardHandler), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-log: %w", err)
+	}
+	w := logwrite.New(f)
+	return slog.New(slog.NewJSONHandler(w, nil)), func() { w.Close(); f.Close() }, nil
 }
 
 // useH2C makes tr speak HTTP/2 without TLS (prior knowledge) to http:// URLs.

@@ -37,18 +37,18 @@ func TestGatewaySentence(t *testing.T) {
 		{name: "no gateway", rep: report{}, want: ""},
 		{
 			name: "bbolt",
-			rep:  report{Store: "bbolt", StoreAbout: "gateway.db in a temporary directory", GatewayReplicas: 1},
-			want: " Gateway: 1 process. Store: bbolt, gateway.db in a temporary directory.",
+			rep:  report{Store: "bbolt", StoreAbout: "gateway.db in a temporary directory", GatewayReplicas: 1, GatewayLog: "file"},
+			want: " Gateway: 1 process. Logs: gatewayd's JSON lines, appended to a file. Store: bbolt, gateway.db in a temporary directory.",
 		},
 		{
 			name: "PostgreSQL replicas",
-			rep:  report{Store: "postgresql", StoreVersion: "15.18", StoreAbout: "the database of -store-url, fsync on, synchronous_commit on", GatewayReplicas: 2},
-			want: " Gateway: 2 replicas on one store, taking its requests in turn (their CPU time and RSS, idle and peak, are summed). Store: PostgreSQL 15.18, the database of -store-url, fsync on, synchronous_commit on.",
+			rep:  report{Store: "postgresql", StoreVersion: "15.18", StoreAbout: "the database of -store-url, fsync on, synchronous_commit on", GatewayReplicas: 2, GatewayLog: "none"},
+			want: " Gateway: 2 replicas on one store, taking its requests in turn (their CPU time and RSS, idle and peak, are summed). Logs: none built (-gateway-log none). Store: PostgreSQL 15.18, the database of -store-url, fsync on, synchronous_commit on.",
 		},
 		{
 			name: "replicas and slow streams",
 			rep:  report{Store: "postgresql", StoreVersion: "15.18", StoreAbout: "x", GatewayReplicas: 2, Slow: []slowReport{{Target: targetGateway}}},
-			want: " Gateway: 2 replicas on one store, taking its requests in turn (their CPU time and RSS, idle and peak, are summed); slow-streams: 1 process. Store: PostgreSQL 15.18, x.",
+			want: " Gateway: 2 replicas on one store, taking its requests in turn (their CPU time and RSS, idle and peak, are summed); slow-streams: 1 process. Logs: gatewayd's JSON lines, appended to a file. Store: PostgreSQL 15.18, x.",
 		},
 	}
 	for _, tc := range tests {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"reflect"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ type config struct {
 	GuardThreshold   float64       `env:"GUARD_THRESHOLD, default=0.5" help:"content guard: moderation score at or above which a category is flagged"`
 	GuardTimeout     time.Duration `env:"GUARD_TIMEOUT, default=2s" help:"content guard: most one classification may take; a block tenant's request then answers 503"`
 	MetricsAddr      string        `env:"METRICS_ADDR" help:"address of the Prometheus metrics listener, serving /metrics without a bearer; unset: no metrics"`
+	LogLevel         slog.Level    "env:\"LOG_LEVEL, default=info\" help:\"least `level` of the log lines written (debug, info, warn, error); warn leaves out the line of each request answered below 500 and of each upstream attempt that succeeded\""
 	Dev              bool          `help:"development mode: an admin token kept in the data dir, demo backend when none answers"`
 	DevToken         string        `help:"with -dev: the dev token to use instead of the one kept in the data dir" secret:"true"`
 	PrintModels      bool          `help:"print the effective model catalog (GATEWAY_MODELS_FILE's, or the built-in one) as a models file, and exit"`
@@ -138,6 +140,8 @@ func expected(t reflect.Type) string {
 	switch {
 	case t == reflect.TypeFor[time.Duration]():
 		return "a duration such as 30s, 5m or 1h30m"
+	case t == reflect.TypeFor[slog.Level]():
+		return "a level: debug, info, warn or error"
 	case t.Kind() == reflect.Bool:
 		return "true or false"
 	case t.Kind() == reflect.Float64:
@@ -207,6 +211,8 @@ func bindFlags(fs *flag.FlagSet, c *config) {
 			fs.Float64Var(p, name, *p, help)
 		case *time.Duration:
 			fs.DurationVar(p, name, *p, help)
+		case *slog.Level:
+			fs.TextVar(p, name, *p, help)
 		}
 		if f.Tag.Get("secret") == "true" {
 			fs.Lookup(name).DefValue = "" // the usage omits an empty default

@@ -25,6 +25,7 @@ func TestBadEnvironmentValues(t *testing.T) {
 		{"GATEWAY_UPSTREAM_TIMEOUT", "600", `GATEWAY_UPSTREAM_TIMEOUT: "600" is not a duration such as 30s, 5m or 1h30m`},
 		{"GATEWAY_RATE_LIMIT_FAIL_OPEN", "yes", `GATEWAY_RATE_LIMIT_FAIL_OPEN: "yes" is not true or false`},
 		{"GATEWAY_MAX_CONNS", "a\nb", `GATEWAY_MAX_CONNS: "a\nb" is not a whole number`},
+		{"GATEWAY_LOG_LEVEL", "loud", `GATEWAY_LOG_LEVEL: "loud" is not a level: debug, info, warn or error`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

@@ -38,7 +38,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if cfg.PrintModels {
 		return printModels(cfg, modelsOut)
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	classifier, reloadRules, err := contentGuard(cfg)
 	if err != nil {
 		return err

@@ -206,6 +206,48 @@ func TestDevModeServesAndStopsCleanly(t *testing.T) {
 	}
 }
 
+// TestLogLevel: GATEWAY_LOG_LEVEL (or -log-level) is the least level written;
+// at the default, info, a request that went well has its request line, at
+// warn it has none, while a failed one still has its lines.
+func TestLogLevel(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		args      []string
+		wantOK    bool // a line for the request that went well
+		wantError bool // a line for the request refused (401, at info)
+	}{
+		{name: "default", wantOK: true, wantError: true},
+		{name: "warn", env: map[string]string{"GATEWAY_LOG_LEVEL": "warn"}},
+		{name: "flag over variable", env: map[string]string{"GATEWAY_LOG_LEVEL": "error"}, args: []string{"-log-level", "DEBUG"}, wantOK: true, wantError: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base, token, out, stop := startDevEnv(t, tt.env, tt.args...)
+			for _, bearer := range []string{token, "wrong"} {
+				req, _ := http.NewRequest("GET", base+"/v1/models", nil)
+				req.Header.Set("Authorization", "Bearer "+bearer)
+				req.Header.Set("X-Request-Id", "req-"+bearer[:5])
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			logged := out.String()
+			if got := strings.Contains(logged, `"request_id":"req-`+token[:5]+`"`); got != tt.wantOK {
+				t.Errorf("line of the request that went well: %v, want %v\n%s", got, tt.wantOK, logged)
+			}
+			if got := strings.Contains(logged, `"request_id":"req-wrong"`); got != tt.wantError {
+				t.Errorf("line of the 401: %v, want %v\n%s", got, tt.wantError, logged)
+			}
+		})
+	}
+}
+
 // TestMetricsListener: GATEWAY_METRICS_ADDR serves the gateway's metrics,
 // the Go runtime's and the process's at /metrics on a listener of its own,
 // without a bearer; the API's listener does not serve them.

@@ -3,8 +3,12 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatgw/gateway/errcat"
@@ -76,16 +80,55 @@ func (r *Router) newAttemptRequest(c *call, p *payload) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	u, err := c.t.url(c.req.Path)
+	if err != nil {
+		return nil, errcat.Internal(err)
+	}
 	actx, cancel := context.WithDeadlineCause(c.ctx, c.deadline, errTotalTimeout)
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, joinURL(c.t.baseURL, c.req.Path), body)
+	// The URL is set after: one parsed per backend and path serves every
+	// request to it (see targetURLs).
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, "", body)
 	if err != nil {
 		cancel()
 		return nil, errcat.Internal(err)
 	}
+	hreq.URL, hreq.Host = u.u, u.host
 	c.actx, c.cancel = actx, cancel
 	r.setHeaders(hreq.Header, c.req, c.t)
 	c.span = r.startSpan(c.ctx, c.req, c.t, c.n, hreq.Header)
 	return hreq, nil
+}
+
+// targetURLs keeps the URL of a target's last path, parsed: a backend's
+// requests nearly all go to one path (an alias serves chat completions, or
+// embeddings), and joining and parsing it for each request is work (and an
+// allocation) done again for the same answer. The URL is shared by the requests of that path and must
+// not be modified: http.Client and Transport only read a request's URL, and
+// a RoundTripper must not modify its request.
+type targetURLs struct {
+	last atomic.Pointer[pathURL]
+}
+
+// pathURL is the parsed URL of a path, and the request Host it gives (the
+// URL's host without an empty port, as http.NewRequest sets it).
+type pathURL struct {
+	path string
+	u    *url.URL
+	host string
+}
+
+// url is the URL of path on t's base URL.
+func (t *target) url(path string) (*pathURL, error) {
+	if p := t.urls.last.Load(); p != nil && p.path == path {
+		return p, nil
+	}
+	u, err := url.Parse(joinURL(t.baseURL, path))
+	if err != nil {
+		return nil, fmt.Errorf("upstream URL: %w", err)
+	}
+	p := &pathURL{path: path, u: u, host: strings.TrimSuffix(u.Host, ":")}
+	t.urls.last.Store(p)
+	return p, nil
 }
 
 // notAnswered is the outcome of an attempt that got no response headers: a

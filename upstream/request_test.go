@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 
@@ -358,6 +359,52 @@ func TestRequestContentTypes(t *testing.T) {
 		}
 		if got := !bytes.Equal(calls[before].Body, body); got != tt.rewritten {
 			t.Errorf("%q: body rewritten %v, want %v (%s)", tt.ct, got, tt.rewritten, calls[before].Body)
+		}
+	}
+}
+
+// TestRequestPaths: each request reaches its own path on the backend, when
+// the requests to one backend alternate between paths from many goroutines
+// (a backend's URL is parsed once per path and kept), and a base URL with a
+// trailing slash or an empty port gives the same URL.
+func TestRequestPaths(t *testing.T) {
+	t.Parallel()
+	local := upstreamtest.New(t)
+	tests := []struct{ name, base string }{
+		{name: "base URL", base: local.URL},
+		{name: "trailing slash", base: local.URL + "/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := newRouter(t, upstream.Backends{LocalURL: tt.base})
+			paths := []string{"/chat/completions", "embeddings", "/chat/completions", "/images/generations"}
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 20 {
+						path := paths[(g+i)%len(paths)]
+						resp, err := r.Do(t.Context(), &upstream.Request{Alias: "lm-4-scout", Path: path, Body: chatBody("lm-4-scout"), RequestID: fmt.Sprintf("%s-%d-%d", path, g, i)})
+						if err != nil {
+							t.Errorf("Do(%s): %v", path, err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+	calls := local.Calls()
+	if len(calls) != 2*8*20 {
+		t.Fatalf("%d calls, want %d", len(calls), 2*8*20)
+	}
+	for _, c := range calls {
+		id := c.Header.Get("X-Request-Id")
+		want := "/v1/" + strings.TrimPrefix(id[:strings.Index(id, "-")], "/")
+		if c.Path != want {
+			t.Errorf("request %s reached %s, want %s", id, c.Path, want)
 		}
 	}
 }

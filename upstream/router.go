@@ -46,6 +46,7 @@ type target struct {
 	routerAlias string
 	quotedAlias []byte // routerAlias as a JSON string
 	baseURL     string
+	urls        *targetURLs // the URLs of baseURL and a path, parsed once
 	// authorization is the Authorization header of the backend's key,
 	// "Bearer <key>", built once; "" when the backend has no key.
 	authorization string
@@ -152,6 +153,7 @@ func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
 				t.baseURL, t.authorization = b.RouterURL, bearer(b.RouterAPIKey)
 			}
 			t.quotedAlias, _ = json.Marshal(be.RouterAlias)
+			t.urls = new(targetURLs)
 			chain = append(chain, t)
 		}
 		r.chains[m.Alias] = chain

@@ -59,7 +59,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdin
 	token := fs.String("token", "", "gateway: the bearer token")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this address too (host:port)")
 	h2c := fs.Bool("h2c", false, "fake: accept h2c (HTTP/2 without TLS) too; proxy, gateway: reach the upstream over h2c")
-	logPath := fs.String("log", "", "gateway: append the JSON log lines, as gatewayd writes them to stderr, to this file; none: the lines are not built")
+	logPath := fs.String("log", "", "gateway: append the JSON log lines, as gatewayd writes them to stderr, to this file; empty: the lines are not built")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}

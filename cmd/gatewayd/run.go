@@ -113,15 +113,18 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return err
 	}
 	defer stopMetrics() // after the main server drained: its last requests are counted
+	// SIGHUP is taken before gatewayd says it listens: a SIGHUP sent once
+	// that line is out reloads, and never meets the signal's default action,
+	// which ends the process.
+	relearn := func() error { learnWindows(ctx, catalog, backends, log); return nil }
+	watchReload(ctx, log, reloader{"token catalog", "catalog", reloadTokens}, reloader{"content guard rules", "rules", reloadRules},
+		reloader{"context windows", "windows", relearn})
 	base := "http://" + ln.Addr().String()
 	log.Info("gatewayd serving", "addr", base, "playground", base+"/playground", "errors", base+"/docs/errors")
 	fmt.Fprintf(stderr, "chatgw listening on %s (API %s/v1, playground %s/playground)\n", base, base, base)
 	if cfg.Dev && cfg.TokensFile == "" {
 		printTryIt(stderr, cfg, base)
 	}
-	relearn := func() error { learnWindows(ctx, catalog, backends, log); return nil }
-	go watchReload(ctx, log, reloader{"token catalog", "catalog", reloadTokens}, reloader{"content guard rules", "rules", reloadRules},
-		reloader{"context windows", "windows", relearn})
 	return serve(ctx, ln, newServer(cfg, g), g.EndStreams, cfg.ShutdownTimeout, log)
 }
 
@@ -224,7 +227,8 @@ type reloader struct {
 
 // watchReload re-reads the token file and the content guard's rules file on
 // SIGHUP, and asks the model servers their context windows again; a bad file
-// keeps what was loaded before.
+// keeps what was loaded before. It takes SIGHUP before it returns and
+// watches it from a goroutine of its own until ctx ends.
 func watchReload(ctx context.Context, log *slog.Logger, files ...reloader) {
 	files = slices.DeleteFunc(files, func(f reloader) bool { return f.reload == nil })
 	if len(files) == 0 {
@@ -232,19 +236,26 @@ func watchReload(ctx context.Context, log *slog.Logger, files ...reloader) {
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			for _, f := range files {
-				if err := f.reload(); err != nil {
-					log.Error(f.what+" reload failed; keeping the old "+f.old, "error", err.Error())
-				} else {
-					log.Info(f.what + " reloaded")
-				}
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reloadAll(log, files)
 			}
+		}
+	}()
+}
+
+// reloadAll reloads each of files in turn, logging the outcome of each.
+func reloadAll(log *slog.Logger, files []reloader) {
+	for _, f := range files {
+		if err := f.reload(); err != nil {
+			log.Error(f.what+" reload failed; keeping the old "+f.old, "error", err.Error())
+		} else {
+			log.Info(f.what + " reloaded")
 		}
 	}
 }

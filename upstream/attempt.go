@@ -101,10 +101,10 @@ func (r *Router) newAttemptRequest(c *call, p *payload) (*http.Request, error) {
 
 // targetURLs keeps the URL of a target's last path, parsed: a backend's
 // requests nearly all go to one path (an alias serves chat completions, or
-// embeddings), and joining and parsing it for each request is work (and an
-// allocation) done again for the same answer. The URL is shared by the requests of that path and must
-// not be modified: http.Client and Transport only read a request's URL, and
-// a RoundTripper must not modify its request.
+// embeddings), so joining and parsing it for each request would redo the
+// same work. The URL is shared by the requests of that path and must not be
+// modified: http.Client and Transport only read a request's URL, and a
+// RoundTripper must not modify its request.
 type targetURLs struct {
 	last atomic.Pointer[pathURL]
 }
@@ -198,7 +198,7 @@ func (r *Router) errorAnswer(c *call, resp *http.Response) outcome {
 	case c.ctx.Err() != nil:
 		e, kind = callerDone(c.ctx), OutcomeCancelled
 	case totalPassed(c.actx):
-		e, kind = timeoutError(context.DeadlineExceeded), OutcomeTotalTimeout
+		e, kind = timeoutError(context.Cause(c.actx)), OutcomeTotalTimeout
 	}
 	r.logAttempt(c.ctx, c.req, c.t, c.n, kind, resp.StatusCode, c.start, slog.String("body", summary))
 	retry := kind == OutcomeStatus &&

@@ -59,11 +59,12 @@ type config struct {
 	GuardThreshold   float64       `env:"GUARD_THRESHOLD, default=0.5" help:"content guard: moderation score at or above which a category is flagged"`
 	GuardTimeout     time.Duration `env:"GUARD_TIMEOUT, default=2s" help:"content guard: most one classification may take; a block tenant's request then answers 503"`
 	MetricsAddr      string        `env:"METRICS_ADDR" help:"address of the Prometheus metrics listener, serving /metrics without a bearer; unset: no metrics"`
-	LogLevel         slog.Level    "env:\"LOG_LEVEL, default=info\" help:\"least `level` of the log lines written (debug, info, warn, error); warn leaves out the line of each request answered below 500 and of each upstream attempt that succeeded\""
 	Dev              bool          `help:"development mode: an admin token kept in the data dir, demo backend when none answers"`
 	DevToken         string        `help:"with -dev: the dev token to use instead of the one kept in the data dir" secret:"true"`
 	PrintModels      bool          `help:"print the effective model catalog (GATEWAY_MODELS_FILE's, or the built-in one) as a models file, and exit"`
 	ShutdownTimeout  time.Duration `help:"how long in-flight requests may take to finish on shutdown"`
+	// An interpreted string: the help holds `level`, the usage's name of the value.
+	LogLevel slog.Level "env:\"LOG_LEVEL, default=info\" help:\"least `level` of the log lines written (debug, info, warn, error); warn leaves out the line of each request answered below 500 and of each upstream attempt that succeeded\""
 }
 
 // loadConfig reads the environment through lookup, then the flags of args.

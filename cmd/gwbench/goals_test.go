@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,5 +83,42 @@ func TestTurnsGoalLost(t *testing.T) {
 		if g := turnsGoal(rs); g.Met == nil || *g.Met {
 			t.Errorf("persisted %+v: goal %+v, want not met", p, g)
 		}
+	}
+}
+
+// TestStepRounds checks that the ratio goals' steps run in goalRatioRounds
+// rounds unless -rounds is given or the rounds would be too short, and that
+// the other steps keep -rounds.
+func TestStepRounds(t *testing.T) {
+	ratio, rate := goalStep{"peak", 0, true}, goalStep{"c1-sse", 3000, false}
+	for _, tt := range []struct {
+		args  []string
+		step  goalStep
+		want  int
+		about string
+	}{
+		{[]string{"-goals"}, ratio, goalRatioRounds, "a ratio step"},
+		{[]string{"-goals"}, rate, 5, "a rate step"},
+		{[]string{"-goals", "-rounds", "5"}, ratio, 5, "-rounds given"},
+		{[]string{"-goals", "-rounds", "3"}, rate, 3, "-rounds given, a rate step"},
+		{[]string{"-goals", "-quick"}, ratio, 1, "-quick's 300 ms"},
+		{[]string{"-goals", "-duration", "4s"}, ratio, 5, "rounds of 200 ms"},
+	} {
+		cfg, err := parseFlags(tt.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stepRounds(tt.step, cfg, cfg.rounds); got != tt.want {
+			t.Errorf("%s (%q): %d rounds, want %d", tt.about, tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestRoundsText checks that the report's header names the scenarios that
+// ran in another number of rounds than -rounds.
+func TestRoundsText(t *testing.T) {
+	rep := &report{Rounds: 5, Scenarios: []scenarioReport{{Name: "v1-sse 500/s", Rounds: 20}, {Name: "peak", Rounds: 20}, {Name: "c1-sse 1000/s", Rounds: 5}}}
+	if got, want := roundsText(rep), "5 rounds (v1-sse 500/s in 20, peak in 20)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

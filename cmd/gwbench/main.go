@@ -81,6 +81,7 @@ type config struct {
 	duration        time.Duration
 	warmup          time.Duration
 	rounds          int
+	roundsGiven     bool // -rounds was on the command line
 	scenarios       []string
 	targets         []string
 	upstreamLatency time.Duration
@@ -119,7 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&cfg.rate, "rate", 2000, "open loop: requests per second sent to each target")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "measured time per scenario and target")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured load per scenario and target before the rounds")
-	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds the duration is cut into; the targets alternate each round")
+	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds the duration is cut into; the targets alternate each round (-goals: 20 for its v1-sse and peak steps unless given)")
 	scen := fs.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios; also "+scenarioSlowStreams+" (not by default): the memory of many slow concurrent streams")
 	targ := fs.String("targets", strings.Join(allTargets, ","), "comma-separated targets: direct, proxy, gateway")
 	fs.DurationVar(&cfg.upstreamLatency, "upstream-latency", 0, "fake upstream: wait before the response headers")
@@ -152,9 +153,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg.roundsGiven = set["rounds"]
 	if cfg.quick {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		for name, v := range map[string]string{"rate": "200", "duration": "300ms", "warmup": "100ms", "rounds": "1", "peak-workers": "8", "slow-chunks": "3", "slow-interval": "100ms"} {
 			if !set[name] {
 				fs.Set(name, v)

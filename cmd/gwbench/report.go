@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -54,6 +55,7 @@ type scenarioReport struct {
 	Mode    string         `json:"mode"` // "open" (fixed rate) or "closed" (peak)
 	Rate    float64        `json:"rate,omitempty"`
 	Workers int            `json:"workers,omitempty"`
+	Rounds  int            `json:"rounds"`
 	Targets []targetReport `json:"targets"`
 	Added   *added         `json:"added,omitempty"`
 	Notes   []string       `json:"notes,omitempty"`
@@ -87,6 +89,8 @@ type targetReport struct {
 	// Persisted is what the gateway's store held of the acknowledged /c1
 	// turns after the rounds.
 	Persisted *persistReport `json:"persisted,omitempty"`
+	// Rounds are the figures of each round, in the order they ran.
+	Rounds []roundReport `json:"rounds,omitempty"`
 }
 
 // added is what proxy and gateway add over direct, in ms, and the gateway's
@@ -108,6 +112,13 @@ type added struct {
 	ProxyRate     *float64 `json:"proxy_rate_vs_direct,omitempty"`
 	GatewayRate   *float64 `json:"gateway_rate_vs_proxy,omitempty"`
 	GatewayRateD  *float64 `json:"gateway_rate_vs_direct,omitempty"`
+	// The same ratios round by round (the targets ran next to each other in
+	// each), from which the machine's drift over a run can be judged: the
+	// gateway's rate over the proxy's (closed loop) and its added TTFB p50
+	// over the proxy's (streams). A round whose ratio is not measurable is
+	// left out.
+	RoundRates []float64 `json:"gateway_rate_vs_proxy_rounds,omitempty"`
+	RoundTTFB  []float64 `json:"ratio_ttfb_p50_rounds,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
@@ -133,6 +144,7 @@ func (t *tally) report(target string, peakKB int64) targetReport {
 		r.CPUPer1k = math.Round(t.cpu.Seconds()/float64(n)*1000*1e4) / 1e4
 		r.GenCPUPer1k = math.Round(t.genCPU.Seconds()/float64(n)*1000*1e4) / 1e4
 	}
+	r.Rounds = slices.Clone(t.rounds)
 	if len(t.kinds) > 0 {
 		r.ErrorKinds = map[string]int{}
 		for k, n := range t.kinds {
@@ -176,7 +188,45 @@ func addedOver(rs scenarioReport) *added {
 	if rs.Mode == "closed" {
 		a.ProxyRate, a.GatewayRate, a.GatewayRateD = ratio(p.Rate, d.Rate), ratio(g.Rate, p.Rate), ratio(g.Rate, d.Rate)
 	}
+	a.RoundRates, a.RoundTTFB = roundRatios(rs.Mode, d.Rounds, p.Rounds, g.Rounds)
 	return a
+}
+
+// roundRatios are the gateway's ratios to the proxy in each round that all
+// three targets ran: of the rates in the closed loop, of the added TTFB p50
+// when the rounds have streams.
+func roundRatios(mode string, d, p, g []roundReport) (rates, ttfb []float64) {
+	for i := range min(len(d), len(p), len(g)) {
+		if mode == "closed" {
+			if r := ratio(g[i].Rate, p[i].Rate); r != nil {
+				rates = append(rates, *r)
+			}
+		}
+		if d[i].TTFBP50 > 0 {
+			if r := ratio(g[i].TTFBP50-d[i].TTFBP50, p[i].TTFBP50-d[i].TTFBP50); r != nil {
+				ttfb = append(ttfb, *r)
+			}
+		}
+	}
+	return rates, ttfb
+}
+
+// fmtRounds lists per-round ratios, in the order the rounds ran.
+func fmtRounds(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.2fx", x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fmtSpread is the range of per-round ratios, for a goal's verdict: ""
+// with fewer than two rounds.
+func fmtSpread(xs []float64) string {
+	if len(xs) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("; %.2f-%.2fx over its %d rounds", slices.Min(xs), slices.Max(xs), len(xs))
 }
 
 func round3(x float64) float64 { return math.Round(x*1e3) / 1e3 }
@@ -228,13 +278,29 @@ func writeMarkdown(w io.Writer, rep *report) {
 		rate = "the scenario's rate"
 	}
 	p("%s %s, %d CPUs (GOMAXPROCS %d), %s. Open loop: %s per target for %gs in %s (targets alternating), %gs warm-up each; latency from the scheduled send time. Peak: %d workers, closed loop. Fake upstream: latency %gms, %d chunks, %gms apart. /c1: %.0f%% continuing conversations with %d stored messages.%s\n\n",
-		rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started, rate, rep.DurationS, plural(rep.Rounds, "round"), rep.WarmupS,
+		rep.Go, rep.Platform, rep.NumCPU, rep.GOMAXPROCS, rep.Started, rate, rep.DurationS, roundsText(rep), rep.WarmupS,
 		rep.PeakWorkers, rep.UpstreamLatencyMs, rep.Chunks, rep.ChunkIntervalMs, rep.C1Continue*100, rep.C1History, gatewaySentence(rep))
 	if len(rep.Scenarios) > 0 {
 		writeScenarios(w, rep)
 	}
 	writeSlowMarkdown(w, rep, rep.Slow)
 	writeGoalsMarkdown(w, rep.Goals)
+}
+
+// roundsText says in how many rounds the scenarios ran: -rounds, and the
+// scenarios that ran in another number (the goals' ratio steps).
+func roundsText(rep *report) string {
+	text := plural(rep.Rounds, "round")
+	var other []string
+	for _, s := range rep.Scenarios {
+		if s.Rounds != rep.Rounds && s.Rounds > 0 {
+			other = append(other, fmt.Sprintf("%s in %d", s.Name, s.Rounds))
+		}
+	}
+	if len(other) > 0 {
+		text += " (" + strings.Join(other, ", ") + ")"
+	}
+	return text
 }
 
 // gatewaySentence says, for the report's header, how many gateway processes
@@ -303,9 +369,18 @@ func writeScenarios(w io.Writer, rep *report) {
 			fmtMs(a.ProxyP99), fmtMs(a.GatewayP99), fmtRatio(a.RatioP99), ttfb)
 	}
 	for _, s := range rep.Scenarios {
+		if a := s.Added; a != nil && s.Mode != "closed" && len(a.RoundTTFB) > 1 {
+			p("\n%s, gateway/proxy TTFB round by round: %s.\n", s.Name, fmtRounds(a.RoundTTFB))
+		}
+	}
+	for _, s := range rep.Scenarios {
 		if a := s.Added; a != nil && s.Mode == "closed" {
-			p("\n%s (closed loop, %d workers): proxy %s of direct's req/s, gateway %s of the proxy's (%s of direct's).\n",
+			p("\n%s (closed loop, %d workers): proxy %s of direct's req/s, gateway %s of the proxy's (%s of direct's).",
 				s.Name, s.Workers, fmtRatio(a.ProxyRate), fmtRatio(a.GatewayRate), fmtRatio(a.GatewayRateD))
+			if len(a.RoundRates) > 1 {
+				p(" Gateway/proxy round by round: %s.", fmtRounds(a.RoundRates))
+			}
+			p("\n")
 		}
 	}
 

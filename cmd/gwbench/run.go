@@ -270,7 +270,7 @@ func (b *bench) newReport() *report {
 // rounds and their peak RSS over all rounds.
 func (b *bench) runScenario(ctx context.Context, sc scenario) scenarioReport {
 	cfg := b.cfg
-	rs := scenarioReport{Name: sc.name, About: sc.about, Mode: "open", Rate: cfg.rate}
+	rs := scenarioReport{Name: sc.name, About: sc.about, Mode: "open", Rate: cfg.rate, Rounds: cfg.rounds}
 	if sc.closed {
 		rs.Mode, rs.Rate, rs.Workers = "closed", 0, cfg.peakWorkers
 	}

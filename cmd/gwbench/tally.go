@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -28,10 +29,26 @@ type tally struct {
 	elapsed   time.Duration // sum of the rounds' elapsed times
 	cpu       time.Duration // CPU time of the target's server over the rounds
 	genCPU    time.Duration // CPU time of gwbench itself over the rounds
+
+	// The round in progress, and the rounds done: the targets alternate
+	// round by round, so round i of two targets ran next to each other, and
+	// their ratio in each round shows how much the machine moved the pooled
+	// ratio.
+	roundOK, roundN int
+	roundTTFB       *hist
+	rounds          []roundReport
+}
+
+// roundReport is one round of one target: its rate of successful requests,
+// the server's CPU per 1000 requests and the TTFB p50 of its streams.
+type roundReport struct {
+	Rate     float64 `json:"achieved_rate"`
+	CPUPer1k float64 `json:"cpu_s_per_1k"`
+	TTFBP50  float64 `json:"ttfb_p50_ms,omitempty"`
 }
 
 func newTally() *tally {
-	return &tally{latency: newHist(), ttfb: newHist(), lag: newHist(), kinds: map[string]int{}}
+	return &tally{latency: newHist(), ttfb: newHist(), lag: newHist(), roundTTFB: newHist(), kinds: map[string]int{}}
 }
 
 // add records one sample.
@@ -43,6 +60,7 @@ func (t *tally) add(s sample) {
 		t.dropped++
 	default:
 		t.lag.Record(s.Lag)
+		t.roundN++
 	}
 	if s.Truncated {
 		t.truncated++
@@ -57,9 +75,11 @@ func (t *tally) add(s sample) {
 		return
 	}
 	t.ok++
+	t.roundOK++
 	t.latency.Record(s.Latency)
 	if s.TTFB > 0 {
 		t.ttfb.Record(s.TTFB)
+		t.roundTTFB.Record(s.TTFB)
 	}
 }
 
@@ -67,10 +87,19 @@ func (t *tally) add(s sample) {
 // gwbench used in it.
 func (t *tally) addRound(r loadResult, cpu, genCPU time.Duration) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.elapsed += r.Elapsed
 	t.cpu += cpu
 	t.genCPU += genCPU
-	t.mu.Unlock()
+	rr := roundReport{TTFBP50: ms(t.roundTTFB.Quantile(0.5))}
+	if r.Elapsed > 0 {
+		rr.Rate = math.Round(float64(t.roundOK)/r.Elapsed.Seconds()*10) / 10
+	}
+	if t.roundN > 0 {
+		rr.CPUPer1k = math.Round(cpu.Seconds()/float64(t.roundN)*1000*1e4) / 1e4
+	}
+	t.rounds = append(t.rounds, rr)
+	t.roundOK, t.roundN, t.roundTTFB = 0, 0, newHist()
 }
 
 // statusError is a non-200 answer.

@@ -37,10 +37,10 @@ type goalStep struct {
 // goalRatioRounds is how many rounds a ratio goal's step is cut into. This
 // machine's speed moves by a fifth from one two-second round to the next
 // (the closed-loop peak's gateway/proxy ratio went from 0.97x to 1.46x
-// within one run of five rounds, and the pooled ratio of three runs from
-// 1.13x to 1.36x), and each target's rounds alternate with the other's: in
-// 20 rounds of half a second, three runs in a row pooled 1.22x, 1.23x and
-// 1.23x. The open-loop rate steps keep -rounds (5): each round's end waits
+// within one run of five rounds, and the pooled ratio of five runs of one
+// build from 1.09x to 1.36x), and each target's rounds alternate with the
+// other's: in 20 rounds of half a second, three runs in a row pooled 1.22x,
+// 1.23x and 1.23x. The open-loop rate steps keep -rounds (5): each round's end waits
 // for its last answers, and that wait, counted in a round's time, would
 // lower the measured rate of turns in twenty rounds.
 const goalRatioRounds = 20

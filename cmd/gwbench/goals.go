@@ -105,7 +105,6 @@ func (b *bench) runGoals(ctx context.Context, exe string, rep *report) {
 		}
 		rep.Scenarios = append(rep.Scenarios, rs)
 	}
-	b.cfg.rounds = rounds
 	few, many := goalSlowStreams, goalManyStreams
 	if b.cfg.quick {
 		few, many = few/20, many/20

@@ -37,7 +37,14 @@
 // written as they arrive; the events one read of the upstream brought are
 // flushed together with http.ResponseController before the relay reads
 // again, so none waits on the upstream (the ResponseWriter must support
-// Flush, directly or through Unwrap). Content-Type is text/event-stream,
+// Flush, directly or through Unwrap). The stream's end (the events of the
+// upstream's last read, the notices, data: [DONE] or gw.error) is not
+// flushed: net/http sends it with the end of the chunked body when the
+// handler returns, in one write instead of two, so the caller returns once
+// Response has. With Options.Ticket it is flushed before the ticket is
+// settled, and with Options.Commit what was read is flushed before the
+// commit, so that neither store transaction holds the client's events back.
+// Content-Type is text/event-stream,
 // Cache-Control no-cache. Data is written byte for byte as the upstream sent
 // it (OpenAI's "data: " form), never re-marshalled; named upstream events keep
 // their name.

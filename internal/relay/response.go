@@ -291,16 +291,14 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 		}
 	}
 
-	// From here each event is sent at once; what the loop held goes first,
-	// before the commit may take a while.
-	mu.Lock()
-	s.batch = false
-	if s.held {
-		s.Flush()
-	}
-	mu.Unlock()
 	var commitErr error
 	if done && ctx.Err() == nil && opts.Commit != nil {
+		// What the loop held goes first: the commit may take a while.
+		mu.Lock()
+		if s.held {
+			s.Flush()
+		}
+		mu.Unlock()
 		if opts.Capture != nil {
 			opts.Capture.finish()
 		}
@@ -310,6 +308,7 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 	mu.Lock()
 	defer mu.Unlock()
 	ka.finished = true
+	defer s.finish(opts.Ticket != nil)
 	if ctx.Err() != nil {
 		return Result{Stream: true, Started: s.Started(), Err: context.Cause(ctx)}
 	}

@@ -13,7 +13,7 @@ import (
 
 // SSE writes the gateway's SSE answer: headers on the first write, each event
 // flushed at once (the relay, in batch mode, flushes the events of one
-// upstream read together). Response uses it to relay upstream streams; callers that
+// upstream read together, and leaves the stream's end to net/http). Response uses it to relay upstream streams; callers that
 // produce events themselves (an agent's tool loop) may use it directly. An SSE is
 // not safe for concurrent use. After the first failed write every method returns
 // that error and writes nothing.
@@ -177,6 +177,19 @@ func (s *SSE) begin() bool {
 func (s *SSE) write(str string) {
 	if s.err == nil {
 		_, s.err = io.WriteString(s.w, str)
+	}
+}
+
+// finish ends a relayed stream: what it still holds (its end: the events of
+// the upstream's last read, the notices, data: [DONE] or gw.error) is left in
+// the ResponseWriter, whose buffer net/http sends with the end of the body
+// when the handler returns, in one write with the chunked body's terminator
+// instead of two. That is right only if the handler returns at once, so
+// settling a quota ticket, a store transaction that runs after the relay,
+// flushes first: the client's stream does not wait for it.
+func (s *SSE) finish(slowAfter bool) {
+	if slowAfter && s.held {
+		s.Flush()
 	}
 }
 

@@ -67,3 +67,31 @@ func TestResponseSettlesTicket(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamEndFlushedBeforeSettling: a stream's end is left to the server,
+// which sends it with the end of the body once the handler returns, unless a
+// quota ticket is still to be settled after the relay (a store transaction):
+// then the client gets its end first.
+func TestStreamEndFlushedBeforeSettling(t *testing.T) {
+	model := &upstream.ModelInfo{Alias: "m"}
+	acct := quota.New(quota.Config{Store: memstore.New(), Clock: clock.NewFake(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))})
+	tenant := &auth.Tenant{ID: "acme", Quotas: map[string]auth.Quota{"m": {TokensPerDay: 1000}}}
+	for _, withTicket := range []bool{false, true} {
+		var ticket *quota.Ticket
+		if withTicket {
+			var err error
+			if ticket, err = acct.Admit(context.Background(), tenant, model, 10); err != nil || ticket == nil {
+				t.Fatalf("Admit = %v, %v", ticket, err)
+			}
+		}
+		resp, _ := sseResponse(strings.NewReader("data: " + chunk(`{"index":0,"delta":{"content":"hi"}}`) + "\n\ndata: [DONE]\n\n"))
+		w := newRecorder()
+		if res := relay.Response(w, httptest.NewRequest("POST", "/", nil), resp, relay.Options{Ticket: ticket}); !res.Complete {
+			t.Fatalf("ticket %v: Response() = %+v", withTicket, res)
+		}
+		rest := w.String()[len(w.Flushed()):]
+		if want := !withTicket; strings.HasSuffix(rest, "data: [DONE]\n\n") != want {
+			t.Errorf("ticket %v: unflushed %q; want the end left to the server: %v", withTicket, rest, want)
+		}
+	}
+}

@@ -6,9 +6,10 @@
 // thousands of times. go-sse's reader (which the tests still use, as an
 // independent check of what the gateway writes) keeps a 4 KiB scanner buffer
 // per stream and allocates two strings per event. This reader waits with
-// 512 bytes, grows to 4 KiB while events come faster than it reads them and
-// for an event that does not fit (up to the limit it is given), shrinks back
-// after, and allocates one string per event, its data, or none with Borrow.
+// 512 bytes, grows to 4 KiB once a read fills it (events come faster than
+// it reads them) and, for an event that still does not fit, on up to the
+// limit it is given; it shrinks back after, and allocates one string per
+// event, its data, or none with Borrow.
 //
 // It follows the event-stream format: lines end in CRLF, LF or CR; a line
 // starting with a colon is a comment; "data" lines are joined with "\n";
@@ -273,13 +274,14 @@ func (r *Reader) fill() error {
 }
 
 // makeRoom gives buf space after end, sized from what the last read said
-// of the upstream: one that filled buf says more is waiting, and a larger
-// buf then takes a burst of events in fewer reads (and the relay flushes
-// them in fewer writes); one that brought less than a small buf says the
-// stream is slow, and a slow stream, which spends its time waiting, waits
-// with a small buf. An event that fills buf doubles it, up to max; a buf
-// an outsized event needed goes once it is consumed. What is held moves to
-// the front.
+// of the upstream: one that filled buf says more is waiting, and buf then
+// grows at once to 4 KiB, which takes the rest of a burst in one read (and
+// the relay flushes it in one write; doubling from 512 bytes took a /v1
+// stream of 4 KiB one read and one write more); one that brought less than
+// a small buf says the stream is slow, and a slow stream, which spends its
+// time waiting, waits with a small buf. An event that fills a buf of 4 KiB
+// or more doubles it, up to max; a buf an outsized event needed goes once
+// it is consumed. What is held moves to the front.
 func (r *Reader) makeRoom() error {
 	size, held := len(r.buf), r.end-r.start
 	switch {
@@ -287,7 +289,9 @@ func (r *Reader) makeRoom() error {
 		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, r.max)
 	case held == 0 && (size == 0 || size > keepBuffer || size > minBuffer && r.last < minBuffer):
 		size = minBuffer
-	case held == size || r.lastFull && size < fastBuffer:
+	case r.lastFull && size < fastBuffer:
+		size = min(fastBuffer, r.max)
+	case held == size:
 		size = min(2*size, r.max)
 	}
 	if size == len(r.buf) {

@@ -254,3 +254,50 @@ func TestReadsFollowTheStream(t *testing.T) {
 type oneEach struct{ event string }
 
 func (o *oneEach) Read(p []byte) (int, error) { return copy(p, o.event), nil }
+
+// sizes is a stream that brings what it is asked for of a burst of events,
+// and notes how much each read asked for.
+type sizes struct {
+	repeat
+	asked []int
+}
+
+func (s *sizes) Read(p []byte) (int, error) {
+	s.asked = append(s.asked, len(p))
+	return s.repeat.Read(p)
+}
+
+// TestBufferSizes: a read that fills the 512-byte buffer grows it to 4 KiB
+// for the next read at once, so that the rest of a burst comes in one read
+// (a relay flushes before each read); a stream that never fills 512 bytes
+// keeps them.
+func TestBufferSizes(t *testing.T) {
+	event := "data: {\"id\":\"c1\",\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n"
+	burst := &sizes{repeat: repeat{event: event}}
+	rd := sseread.NewReader(burst, 1<<20)
+	for range 4096/len(event) + 1 {
+		if _, err := rd.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The second read fills a 4 KiB buffer behind the part of an event the
+	// first one left.
+	testkit.Diff(t, "read sizes of a burst", []int{512, 4096 - 512%len(event)}, burst.asked[:2])
+
+	var asked []int
+	slow := sseread.NewReader(readFunc(func(p []byte) (int, error) {
+		asked = append(asked, len(p))
+		return copy(p, event), nil
+	}), 1<<20)
+	for range 3 {
+		if _, err := slow.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Diff(t, "read sizes of a slow stream", []int{512, 512, 512}, asked)
+}
+
+// readFunc is an io.Reader of its function.
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }

@@ -7,9 +7,9 @@
 // handler's mutex is held, and a wake-up of whatever reads the other end of
 // a pipe. At a gateway's peak the lines took about a tenth of its CPU, the
 // write system calls a quarter of that and runtime.Callers an eighth. The
-// Writer's lines still go out at once when the file is
-// idle: a line waits only while the write before it is in progress, and then
-// goes out with every other line that arrived meanwhile.
+// Writer's lines still go out at once when the file is idle: a line waits
+// only while the write before it is in progress, or for at most Linger after
+// it, and then goes out with every other line that arrived meanwhile.
 package logwrite
 
 import (
@@ -19,6 +19,14 @@ import (
 	"sync"
 	"time"
 )
+
+// Linger is how long the Writer waits after a write before it makes the
+// next. A busy gateway's lines come tens of microseconds apart, and a write
+// takes about as long, so without the wait nearly every line would be a
+// write system call and a wake-up of the Writer's goroutine of its own; with
+// it, a millisecond's lines go out in one. A line that comes while the file
+// is idle and the last write is older than Linger goes out at once.
+const Linger = time.Millisecond
 
 // MaxPending is how many bytes of lines a Writer holds while the file under
 // it is slow before Write waits for it, as a write to the file itself would.
@@ -43,12 +51,25 @@ type Writer struct {
 	wake chan struct{} // capacity 1: pending has bytes
 	stop chan struct{} // closed by Close
 	done chan struct{} // closed when the goroutine has written the last bytes
+
+	// linger returns what the goroutine waits on after a write: Linger's
+	// timer, or in tests a channel the test closes.
+	linger func() <-chan time.Time
 }
 
 // New returns a Writer writing to out, and starts its goroutine; Close stops
 // it.
 func New(out io.Writer) *Writer {
-	w := &Writer{out: out, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	t := time.NewTimer(Linger)
+	t.Stop()
+	return start(out, func() <-chan time.Time {
+		t.Reset(Linger)
+		return t.C
+	})
+}
+
+func start(out io.Writer, linger func() <-chan time.Time) *Writer {
+	w := &Writer{out: out, linger: linger, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	w.drained.L = &w.mu
 	go w.run()
 	return w
@@ -68,11 +89,14 @@ func (w *Writer) Write(p []byte) (int, error) {
 		<-w.done // after the queued lines
 		return w.out.Write(p)
 	}
+	first := len(w.pending) == 0
 	w.pending = append(w.pending, p...)
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default: // a wake-up is already due
+	if first { // the Writes after it are in the write its wake-up brings
+		select {
+		case w.wake <- struct{}{}:
+		default: // a wake-up is already due
+		}
 	}
 	return len(p), nil
 }
@@ -100,14 +124,23 @@ func (w *Writer) firstErr() error {
 	return w.err
 }
 
-// run writes what is pending each time it is woken, until Close; then it
-// writes the rest, which holds every Write that returned before Close.
+// run writes what is pending each time it is woken, and after a write waits
+// for the linger to pass, until Close; then it writes the rest, which holds
+// every Write that returned before Close.
 func (w *Writer) run() {
 	defer close(w.done)
 	for {
 		select {
 		case <-w.wake:
+		case <-w.stop:
 			w.flush()
+			return
+		}
+		if !w.flush() {
+			continue
+		}
+		select {
+		case <-w.linger():
 		case <-w.stop:
 			w.flush()
 			return
@@ -116,8 +149,8 @@ func (w *Writer) run() {
 }
 
 // flush writes the pending bytes, outside the lock so that Writes go on
-// queueing meanwhile.
-func (w *Writer) flush() {
+// queueing meanwhile, and reports whether there were any.
+func (w *Writer) flush() bool {
 	w.mu.Lock()
 	b := w.pending
 	w.pending = w.spare[:0]
@@ -126,7 +159,7 @@ func (w *Writer) flush() {
 	w.mu.Unlock()
 	if len(b) == 0 {
 		w.putSpare(b)
-		return
+		return false
 	}
 	_, err := w.out.Write(b)
 	w.putSpare(b)
@@ -137,6 +170,7 @@ func (w *Writer) flush() {
 		}
 		w.mu.Unlock()
 	}
+	return true
 }
 
 // putSpare keeps b for the next flush, unless it grew large in a burst: the

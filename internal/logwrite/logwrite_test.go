@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -68,6 +69,48 @@ func TestWriterGathersWhatArrivesDuringAWrite(t *testing.T) {
 	if diff := cmp.Diff([]string{line(0), want.String()}, rec.writes); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}
+}
+
+// TestWriterLingersAfterAWrite: after a write the Writer waits for the
+// linger before the next, and the lines that came meanwhile go out in one
+// write; a line after the linger goes out at once, and Close does not wait
+// for the linger.
+func TestWriterLingersAfterAWrite(t *testing.T) {
+	rec := &recorder{}
+	lingering := make(chan chan time.Time, 1)
+	w := start(rec, func() <-chan time.Time {
+		c := make(chan time.Time)
+		lingering <- c
+		return c
+	})
+	w.Write([]byte(line(0)))
+	c := <-lingering // line 0 is written, and the goroutine waits
+	var batch strings.Builder
+	for i := 1; i <= 9; i++ {
+		w.Write([]byte(line(i)))
+		batch.WriteString(line(i))
+	}
+	if diff := cmp.Diff([]string{line(0)}, rec.list()); diff != "" {
+		t.Errorf("writes while lingering (-want +got):\n%s", diff)
+	}
+	close(c)
+	close(<-lingering) // lines 1-9 are written
+	w.Write([]byte(line(10)))
+	<-lingering // line 10 went out without waiting for another linger
+	w.Write([]byte(line(11)))
+	if err := w.Close(); err != nil { // while lingering
+		t.Fatal(err)
+	}
+	want := []string{line(0), batch.String(), line(10), line(11)}
+	if diff := cmp.Diff(want, rec.list()); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.writes...)
 }
 
 func TestWriterKeepsEveryLineWholeAndInOrder(t *testing.T) {

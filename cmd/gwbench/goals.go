@@ -197,14 +197,35 @@ func manyStreamsGoal(slow []slowReport) goal {
 
 func ttfbGoal(rs *scenarioReport) goal {
 	g := goal{Name: "time to first byte at 500 streams/s", Want: "added TTFB p50 <= 1.2x the proxy's, p99 <= 1.5x"}
-	if rs == nil || rs.Added == nil || rs.Added.RatioTTFB == nil || rs.Added.RatioTTFB99 == nil {
+	if rs == nil || rs.Added == nil {
 		return g
 	}
 	a := rs.Added
-	g.Measured = fmt.Sprintf("p50 +%s vs +%s ms (%s%s), p99 +%s vs +%s ms (%s)", fmtMs(a.GatewayTTFB), fmtMs(a.ProxyTTFB), fmtRatio(a.RatioTTFB),
-		fmtSpread(a.RoundTTFB), fmtMs(a.GatewayTTFB99), fmtMs(a.ProxyTTFB99), fmtRatio(a.RatioTTFB99))
-	g.Met = verdict(*a.RatioTTFB <= 1.2 && *a.RatioTTFB99 <= 1.5)
+	if a.RatioTTFB == nil && a.ProxyTTFB == 0 && a.GatewayTTFB == 0 {
+		return g // no streams, or no floor to measure from
+	}
+	g.Measured = fmt.Sprintf("p50 +%s vs +%s ms (%s%s), p99 +%s vs +%s ms (%s)", fmtMs(a.GatewayTTFB), fmtMs(a.ProxyTTFB), ttfbRatio(a.RatioTTFB),
+		fmtSpread(a.RoundTTFB), fmtMs(a.GatewayTTFB99), fmtMs(a.ProxyTTFB99), ttfbRatio(a.RatioTTFB99))
+	g.Met = verdict(withinTTFB(a.RatioTTFB, a.GatewayTTFB, 1.2) && withinTTFB(a.RatioTTFB99, a.GatewayTTFB99, 1.5))
 	return g
+}
+
+// withinTTFB reports whether the gateway's added TTFB is within limit times
+// the proxy's: by their ratio r, or, where the proxy added nothing measurable
+// over the floor's (a tail of the floor's above the proxy's leaves no
+// ratio), when the gateway added nothing measurable either.
+func withinTTFB(r *float64, gateway, limit float64) bool {
+	if r != nil {
+		return *r <= limit
+	}
+	return gateway < 0.001
+}
+
+func ttfbRatio(r *float64) string {
+	if r == nil {
+		return "no ratio: the proxy's is not above the floor's"
+	}
+	return fmtRatio(r)
 }
 
 func c1TailGoal(rs *scenarioReport) goal {

@@ -75,6 +75,35 @@ func TestJudgeGoals(t *testing.T) {
 	}
 }
 
+// TestTTFBGoalBelowTheFloor: where the proxy's added TTFB is not above the
+// floor's, there is no ratio, and the gateway meets that part only by adding
+// nothing measurable either.
+func TestTTFBGoalBelowTheFloor(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	tests := []struct {
+		name string
+		a    *added
+		want string
+	}{
+		{"both below the floor at p99", &added{RatioTTFB: f(1.05), ProxyTTFB: 0.358, GatewayTTFB: 0.376, ProxyTTFB99: -0.8, GatewayTTFB99: -0.704}, "met"},
+		{"only the gateway above it", &added{RatioTTFB: f(1.05), ProxyTTFB: 0.358, GatewayTTFB: 0.376, ProxyTTFB99: -0.8, GatewayTTFB99: 0.1}, "not met"},
+		{"at p50 too", &added{ProxyTTFB: -0.01, GatewayTTFB: 0.02, RatioTTFB99: f(1)}, "not met"},
+		{"no floor", &added{}, "not measured"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := ttfbGoal(&scenarioReport{Name: "v1-sse 500/s", Added: tt.a})
+			got := "not measured"
+			if g.Met != nil {
+				got = map[bool]string{true: "met", false: "not met"}[*g.Met]
+			}
+			if got != tt.want {
+				t.Errorf("%s (%s), want %s", got, g.Measured, tt.want)
+			}
+		})
+	}
+}
+
 // TestTurnsGoalLost checks that the turns goal needs every acknowledged turn
 // read back, and the read-back itself.
 func TestTurnsGoalLost(t *testing.T) {

@@ -94,6 +94,32 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 	return res
 }
 
+// drainEnd reads an upstream stream's body to its end after its [DONE]:
+// net/http's Transport keeps a connection for the next request only when its
+// body was read to the end, and the chunked body's terminator often comes in
+// a packet of its own just after [DONE]. Closed before it, every stream would
+// cost a new upstream connection, and under load the gateway then spends
+// more on dialing than on relaying. The wait is bounded by drainWait and the
+// bytes by drainLimit: an upstream that goes on after [DONE] loses its
+// connection, as before.
+func drainEnd(events *sseread.Reader, body io.Closer) {
+	if events.Ended() {
+		return
+	}
+	t := time.AfterFunc(drainWait, func() { body.Close() })
+	events.Drain(drainLimit)
+	t.Stop()
+}
+
+const (
+	// drainWait is how long drainEnd waits for the end of a body after its
+	// [DONE]; the client's stream ends only after it.
+	drainWait = 100 * time.Millisecond
+	// drainLimit is how much drainEnd reads after [DONE]: room for the
+	// chunked terminator and a few comments, not for a second stream.
+	drainLimit = 4 << 10
+)
+
 // IsStream decides whether an upstream answer is a stream: by its
 // Content-Type (text/event-stream), or the request's stream flag when it has
 // none. Response relays by it; callers that read an answer themselves decide
@@ -201,7 +227,7 @@ func spansLen(spans []span) int {
 	return n
 }
 
-func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Options) Result {
+func relaySSE(w http.ResponseWriter, r *http.Request, body io.ReadCloser, opts *Options) Result {
 	ctx := r.Context()
 	setApplied(w.Header(), opts.Applied)
 	s := NewSSE(w)
@@ -292,17 +318,24 @@ func relaySSE(w http.ResponseWriter, r *http.Request, body io.Reader, opts *Opti
 	}
 
 	var commitErr error
-	if done && ctx.Err() == nil && opts.Commit != nil {
-		// What the loop held goes first: the commit may take a while.
-		mu.Lock()
-		if s.held {
-			s.Flush()
+	if done && ctx.Err() == nil {
+		if opts.Commit != nil {
+			// What the loop held goes first: the commit may take a while.
+			mu.Lock()
+			if s.held {
+				s.Flush()
+			}
+			mu.Unlock()
 		}
-		mu.Unlock()
-		if opts.Capture != nil {
-			opts.Capture.finish()
+		// Before the commit, so that the connection serves other requests
+		// while the turn waits for its fsync.
+		drainEnd(events, body)
+		if opts.Commit != nil {
+			if opts.Capture != nil {
+				opts.Capture.finish()
+			}
+			commitErr = opts.Commit(ctx) // without mu: keepalives go on meanwhile
 		}
-		commitErr = opts.Commit(ctx) // without mu: keepalives go on meanwhile
 	}
 
 	mu.Lock()

@@ -40,6 +40,10 @@ type Event struct {
 // limit.
 var ErrTooLarge = errors.New("sseread: event too large")
 
+// ErrDrained is wrapped by the error of a Reader that Drain stopped before
+// the input's end.
+var ErrDrained = errors.New("sseread: drained")
+
 const (
 	// minBuffer is a new Reader's buffer: a chat completion chunk fits.
 	minBuffer = 512
@@ -98,6 +102,31 @@ func (r *Reader) Next() (Event, error) { return r.next(false) }
 // allocates nothing per event: a thousand slow streams make no garbage while
 // they wait.
 func (r *Reader) Borrow() (Event, error) { return r.next(true) }
+
+// Ended reports whether the input has ended: a read returned an error (io.EOF
+// at its end), which Next and Borrow return once the buffered events are
+// consumed.
+func (r *Reader) Ended() bool { return r.err != nil }
+
+// Drain ends the reading: it discards what is buffered and reads the rest
+// of the input, at most limit bytes, and reports whether the input ended
+// (io.EOF) within them. Next and Borrow then return the input's error, or
+// an error wrapping ErrDrained when the limit came first. A relay drains
+// after a stream's last event because an HTTP client puts a connection back
+// in its pool only once its body was read to the end: the terminator of a
+// chunked body often arrives just after the last event.
+func (r *Reader) Drain(limit int64) bool {
+	r.start, r.end = 0, 0
+	r.scan, r.lines, r.typeAt, r.dataAt = 0, 0, -1, -1
+	if r.err == nil {
+		_, err := io.CopyN(io.Discard, r.r, limit)
+		if err == nil {
+			err = fmt.Errorf("%w after %d bytes", ErrDrained, limit)
+		}
+		r.err = err
+	}
+	return r.err == io.EOF
+}
 
 // next returns the next event with data, borrowed or copied.
 func (r *Reader) next(borrow bool) (Event, error) {

@@ -301,3 +301,41 @@ func TestBufferSizes(t *testing.T) {
 type readFunc func([]byte) (int, error)
 
 func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestDrain: after the event a relay stops at, Drain discards the rest of
+// the input up to its limit and says whether the input ended within it;
+// Next then returns how it ended.
+func TestDrain(t *testing.T) {
+	boom := errors.New("boom")
+	const done = "data: a\n\ndata: [DONE]\n\n"
+	tests := []struct {
+		name    string
+		rest    string
+		end     error // what the input ends with after rest
+		ended   bool
+		wantErr error
+	}{
+		{"the end follows", "", io.EOF, true, io.EOF},
+		{"events and comments follow", ": bye\n\ndata: b\n\n", io.EOF, true, io.EOF},
+		{"more than the limit follows", strings.Repeat(": x\n", 1024), io.EOF, false, sseread.ErrDrained},
+		{"a read error follows", "", boom, false, boom},
+	}
+	for _, tt := range tests {
+		for name, reader := range readers {
+			t.Run(tt.name+"/"+name, func(t *testing.T) {
+				rd := sseread.NewReader(io.MultiReader(reader(done+tt.rest), iotest.ErrReader(tt.end)), 1<<10)
+				for _, want := range []string{"a", "[DONE]"} {
+					if ev, err := rd.Borrow(); err != nil || ev.Data != want {
+						t.Fatalf("Borrow() = %+v, %v; want %q", ev, err, want)
+					}
+				}
+				if got := rd.Drain(1 << 10); got != tt.ended || !rd.Ended() {
+					t.Errorf("Drain() = %v (Ended %v), want %v and ended", got, rd.Ended(), tt.ended)
+				}
+				if _, err := rd.Next(); !errors.Is(err, tt.wantErr) {
+					t.Errorf("Next after Drain: %v, want %v", err, tt.wantErr)
+				}
+			})
+		}
+	}
+}

@@ -44,6 +44,10 @@
 // Response has. With Options.Ticket it is flushed before the ticket is
 // settled, and with Options.Commit what was read is flushed before the
 // commit, so that neither store transaction holds the client's events back.
+// After the upstream's data: [DONE] the relay reads the upstream body to its
+// end (at most 100 ms and 4 KiB more; before a commit), because net/http's
+// Transport keeps a connection for the next request only then, and the
+// chunked terminator often arrives just after [DONE].
 // Content-Type is text/event-stream,
 // Cache-Control no-cache. Data is written byte for byte as the upstream sent
 // it (OpenAI's "data: " form), never re-marshalled; named upstream events keep

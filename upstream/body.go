@@ -255,12 +255,21 @@ func (l *lazyPipe) Close() error {
 
 // responseBody is a successful response's body: it maps read errors to
 // *errcat.Error and, on Close, releases the attempt's context (bounded by the
-// total time-out), which stays alive while the caller reads.
+// total time-out), which stays alive while the caller reads. Close may run on
+// another goroutine than Read, to end a read that waits (a relay does, when
+// its client goes away or the gateway shuts down).
 type responseBody struct {
 	rc     io.ReadCloser
 	ctx    context.Context // the caller's context
 	actx   context.Context // the attempt's: ctx bounded by the total time-out
 	cancel func()
+	// closing is set when Close starts: a read that fails after it failed
+	// because the caller closed the body, which leaves the attempt
+	// OutcomeOK ("as far as the caller read it") unless the caller's
+	// context ended, which makes it OutcomeCancelled.
+	closing atomic.Bool
+
+	mu sync.Mutex // guards obs, att and span between a failed Read and Close
 	// obs, when not nil, is told of the attempt (att) on Close, with the
 	// outcome of the first failed read, if any.
 	obs Observer
@@ -276,8 +285,12 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
 		err = b.mapErr(err)
-		if (b.obs != nil || b.span != nil) && b.att.Outcome == OutcomeOK {
-			b.att.Outcome = readOutcome(err)
+		if !b.closing.Load() || b.ctx.Err() != nil {
+			b.mu.Lock()
+			if (b.obs != nil || b.span != nil) && b.att.Outcome == OutcomeOK {
+				b.att.Outcome = readOutcome(err)
+			}
+			b.mu.Unlock()
 		}
 	}
 	return n, err
@@ -298,16 +311,19 @@ func (b *responseBody) mapErr(err error) error {
 
 // Close closes the upstream body and releases the call's resources.
 func (b *responseBody) Close() error {
+	b.closing.Store(true)
 	err := b.rc.Close()
 	b.cancel()
-	if b.obs != nil || b.span != nil {
-		obs, span := b.obs, b.span
-		b.obs, b.span = nil, nil // the attempt ends once
-		b.att.Duration = time.Since(b.att.start)
+	b.mu.Lock()
+	obs, span, att := b.obs, b.span, b.att
+	b.obs, b.span = nil, nil // the attempt ends once
+	b.mu.Unlock()
+	if obs != nil || span != nil {
+		att.Duration = time.Since(att.start)
 		if obs != nil {
-			obs.ObserveAttempt(b.ctx, b.att)
+			obs.ObserveAttempt(b.ctx, att)
 		}
-		endSpan(span, &b.att)
+		endSpan(span, &att)
 	}
 	return err
 }

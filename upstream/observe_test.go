@@ -141,3 +141,34 @@ func TestObserverCancelled(t *testing.T) {
 		t.Errorf("attempts = %+v, want one cancelled attempt with status 200", got)
 	}
 }
+
+// TestObserverClosedWhileRead: a caller that closes the body to end a read
+// it is blocked in (a relay's bounded wait for the end of a stream) leaves
+// the attempt ok: the answer was read as far as the caller wanted.
+func TestObserverClosedWhileRead(t *testing.T) {
+	t.Parallel()
+	fake := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 50, Interval: 50 * time.Millisecond}))
+	obs := &attempts{}
+	r, _ := newRouter(t, upstream.Backends{LocalURL: fake.URL}, upstream.WithObserver(obs))
+	resp, err := r.Do(context.Background(), &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions",
+		Body: []byte(`{"model":"x","stream":true,"messages":[]}`), Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if _, err := resp.Body.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(10*time.Millisecond, func() { resp.Body.Close() })
+	defer timer.Stop()
+	for {
+		if _, err := resp.Body.Read(buf); err != nil {
+			break
+		}
+	}
+	resp.Body.Close()
+	got := obs.get()
+	if len(got) != 1 || got[0].Outcome != upstream.OutcomeOK || got[0].Status != http.StatusOK {
+		t.Errorf("attempts = %+v, want one ok attempt with status 200", got)
+	}
+}

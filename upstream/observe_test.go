@@ -112,63 +112,50 @@ func TestObserver(t *testing.T) {
 	}
 }
 
-// TestObserverCancelled: a caller that goes away while reading ends the
-// attempt as cancelled.
-func TestObserverCancelled(t *testing.T) {
+// TestObserverReadEnded: a stream whose read the caller ends is reported
+// once it is closed: cancelled when the caller went away, ok when the caller
+// closed the body to end a read it was blocked in (a relay's bounded wait for
+// a stream's end), since the answer was read as far as the caller wanted.
+func TestObserverReadEnded(t *testing.T) {
 	t.Parallel()
-	fake := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 50, Interval: 50 * time.Millisecond}))
-	obs := &attempts{}
-	r, _ := newRouter(t, upstream.Backends{LocalURL: fake.URL}, upstream.WithObserver(obs))
-	ctx, cancel := context.WithCancel(context.Background())
-	resp, err := r.Do(ctx, &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions",
-		Body: []byte(`{"model":"x","stream":true,"messages":[]}`), Stream: true})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		end  func(cancel context.CancelFunc, body io.Closer)
+		want string
+	}{
+		{"the caller went away", func(cancel context.CancelFunc, _ io.Closer) { cancel() }, upstream.OutcomeCancelled},
+		{"closed while read", func(_ context.CancelFunc, body io.Closer) {
+			time.AfterFunc(10*time.Millisecond, func() { body.Close() })
+		}, upstream.OutcomeOK},
 	}
-	buf := make([]byte, 64)
-	if _, err := resp.Body.Read(buf); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	for {
-		if _, err := resp.Body.Read(buf); err != nil {
-			break
-		}
-	}
-	resp.Body.Close()
-	got := obs.get()
-	if len(got) != 1 || got[0].Outcome != upstream.OutcomeCancelled || got[0].Status != http.StatusOK {
-		t.Errorf("attempts = %+v, want one cancelled attempt with status 200", got)
-	}
-}
-
-// TestObserverClosedWhileRead: a caller that closes the body to end a read
-// it is blocked in (a relay's bounded wait for the end of a stream) leaves
-// the attempt ok: the answer was read as far as the caller wanted.
-func TestObserverClosedWhileRead(t *testing.T) {
-	t.Parallel()
-	fake := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 50, Interval: 50 * time.Millisecond}))
-	obs := &attempts{}
-	r, _ := newRouter(t, upstream.Backends{LocalURL: fake.URL}, upstream.WithObserver(obs))
-	resp, err := r.Do(context.Background(), &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions",
-		Body: []byte(`{"model":"x","stream":true,"messages":[]}`), Stream: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 64)
-	if _, err := resp.Body.Read(buf); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(10*time.Millisecond, func() { resp.Body.Close() })
-	defer timer.Stop()
-	for {
-		if _, err := resp.Body.Read(buf); err != nil {
-			break
-		}
-	}
-	resp.Body.Close()
-	got := obs.get()
-	if len(got) != 1 || got[0].Outcome != upstream.OutcomeOK || got[0].Status != http.StatusOK {
-		t.Errorf("attempts = %+v, want one ok attempt with status 200", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := upstreamtest.New(t, upstreamtest.WithReply(upstreamtest.Reply{Chunks: 50, Interval: 50 * time.Millisecond}))
+			obs := &attempts{}
+			r, _ := newRouter(t, upstream.Backends{LocalURL: fake.URL}, upstream.WithObserver(obs))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			resp, err := r.Do(ctx, &upstream.Request{Alias: "lm-4-scout-local", Path: "/chat/completions",
+				Body: []byte(`{"model":"x","stream":true,"messages":[]}`), Stream: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64)
+			if _, err := resp.Body.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+			tt.end(cancel, resp.Body)
+			for {
+				if _, err := resp.Body.Read(buf); err != nil {
+					break
+				}
+			}
+			resp.Body.Close()
+			got := obs.get()
+			if len(got) != 1 || got[0].Outcome != tt.want || got[0].Status != http.StatusOK {
+				t.Errorf("attempts = %+v, want one %s attempt with status 200", got, tt.want)
+			}
+		})
 	}
 }

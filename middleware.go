@@ -89,14 +89,18 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 	attrs := [...]slog.Attr{
 		slog.String("request_id", info.RequestID),
 		slog.String("tenant", info.Tenant),
-		slog.String("method", r.Method),
-		slog.String("route", info.Route),
 		slog.Int("status", sw.status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 		slog.Int64("bytes", sw.bytes),
-		{}, {}, {}, // code, path and cause
+		{}, {}, {}, {}, {}, // method and route when no route matched, code, path and cause
 	}
-	n := 7
+	n := 5
+	l := info.RouteLog // holds method and route
+	if l == nil {
+		l = g.log
+		attrs[n], attrs[n+1] = slog.String("method", r.Method), slog.String("route", info.Route)
+		n += 2
+	}
 	if e := info.Err; e != nil {
 		attrs[n] = slog.String("code", string(e.Code))
 		n++
@@ -114,7 +118,7 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 			n++
 		}
 	}
-	logwrite.Log(ctx, g.log, level, "request", attrs[:n]...)
+	logwrite.Log(ctx, l, level, "request", attrs[:n]...)
 }
 
 // wrap applies the per-route rules: bearer auth, tenant binding, rate limit,
@@ -124,9 +128,12 @@ func (g *Gateway) logRequest(r *http.Request, sw *statusWriter, info *httpx.Info
 func (g *Gateway) wrap(rt route) httprouter.Handle {
 	mr := g.metrics.Route(rt.method, rt.path, operationOf(rt.path)) // resolved once, not per request
 	spanName := rt.method + " " + rt.path
+	// httprouter calls a route's handler for the route's own method only.
+	routeLog := g.log.With(slog.String("method", rt.method), slog.String("route", rt.path))
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		info := infoOf(w)
 		info.Route = rt.path
+		info.RouteLog = routeLog
 		info.Metrics.SetRoute(mr)
 		info.ErrorFormat = rt.errors
 		if g.tracer != nil {

@@ -318,25 +318,45 @@ func TestPanicAnswersInternalError(t *testing.T) {
 	}
 }
 
+// TestLogLine: the request line of a routed request and of one no route
+// matched carry the same fields, the route's method and pattern written
+// once per route for the first (RouteLog) and from the request for the
+// second.
 func TestLogLine(t *testing.T) {
-	h := newHarness(t, testRoutes)
-	h.do(t, req{method: "POST", path: "/t/open", token: "member", body: `{"secret":"hello"}`})
-	var line map[string]any
-	if err := json.Unmarshal(h.logs.Bytes(), &line); err != nil {
-		t.Fatalf("log line: %v: %s", err, h.logs)
+	tests := []struct {
+		name string
+		req  req
+		want map[string]any
+	}{
+		{"routed", req{method: "POST", path: "/t/open", token: "member", body: `{"secret":"hello"}`},
+			map[string]any{"tenant": "acme", "method": "POST", "route": "/t/open", "status": 200.0}},
+		{"no route", req{method: "PATCH", path: "/t/nowhere", token: "member", body: `{"secret":"hello"}`},
+			map[string]any{"tenant": "", "method": "PATCH", "route": "", "status": 404.0, "code": "route_not_found", "path": "/t/nowhere"}},
 	}
-	for _, k := range []string{"request_id", "tenant", "method", "route", "status", "duration_ms", "bytes"} {
-		if _, ok := line[k]; !ok {
-			t.Errorf("log line lacks %s: %v", k, line)
-		}
-	}
-	if line["tenant"] != "acme" || line["route"] != "/t/open" {
-		t.Errorf("log line tenant/route = %v/%v", line["tenant"], line["route"])
-	}
-	for _, secret := range []string{"member", "hello"} {
-		if strings.Contains(h.logs.String(), `"`+secret+`"`) {
-			t.Errorf("log leaks %q: %s", secret, h.logs)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, testRoutes)
+			h.do(t, tt.req)
+			var line map[string]any
+			if err := json.Unmarshal(h.logs.Bytes(), &line); err != nil {
+				t.Fatalf("log line: %v: %s", err, h.logs)
+			}
+			for _, k := range []string{"request_id", "duration_ms", "bytes"} {
+				if _, ok := line[k]; !ok {
+					t.Errorf("log line lacks %s: %v", k, line)
+				}
+			}
+			for k, want := range tt.want {
+				if line[k] != want {
+					t.Errorf("log line %s = %v, want %v", k, line[k], want)
+				}
+			}
+			for _, secret := range []string{"member", "hello"} {
+				if strings.Contains(h.logs.String(), `"`+secret+`"`) {
+					t.Errorf("log leaks %q: %s", secret, h.logs)
+				}
+			}
+		})
 	}
 }
 

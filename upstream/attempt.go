@@ -245,24 +245,19 @@ func (r *Router) logAttempt(ctx context.Context, req *Request, t *target, n int,
 	if kind != OutcomeOK {
 		level = slog.LevelWarn
 	}
-	if !r.log.Enabled(ctx, level) {
+	if !t.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{
-		slog.String("request_id", req.RequestID),
-		slog.String("alias", req.Alias),
-		slog.Int("attempt", n),
-		slog.String("provider", t.provider),
-		slog.String("router_alias", t.routerAlias),
-		slog.String("outcome", kind),
-		slog.Int64("ms", time.Since(start).Milliseconds()),
-	}
-	if r.backends.RouterURL != "" {
-		attrs = append(attrs, slog.String("via", "router"))
-	}
+	// t.log holds provider, router_alias and via already.
+	attrs := make([]slog.Attr, 5, 7)
+	attrs[0] = slog.String("request_id", req.RequestID)
+	attrs[1] = slog.String("alias", req.Alias)
+	attrs[2] = slog.Int("attempt", n)
+	attrs[3] = slog.String("outcome", kind)
+	attrs[4] = slog.Int64("ms", time.Since(start).Milliseconds())
 	if status != 0 {
 		attrs = append(attrs, slog.Int("status", status))
 	}
 	attrs = append(attrs, detail...)
-	logwrite.Log(ctx, r.log, level, "upstream attempt", attrs...)
+	logwrite.Log(ctx, t.log, level, "upstream attempt", attrs...)
 }

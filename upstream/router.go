@@ -50,6 +50,10 @@ type target struct {
 	// authorization is the Authorization header of the backend's key,
 	// "Bearer <key>", built once; "" when the backend has no key.
 	authorization string
+	// log is the router's logger with the attempt line's attributes that
+	// name the backend (provider, router_alias, via), encoded once here
+	// rather than on every attempt.
+	log *slog.Logger
 }
 
 // Buffer sizes of the default transport's HTTP/1 connections (net/http's
@@ -153,12 +157,23 @@ func NewRouter(cat *Catalog, b Backends, opts ...Option) (*Router, error) {
 				t.baseURL, t.authorization = b.RouterURL, bearer(b.RouterAPIKey)
 			}
 			t.quotedAlias, _ = json.Marshal(be.RouterAlias)
+			t.log = r.backendLogger(be.Provider, be.RouterAlias)
 			t.urls = new(targetURLs)
 			chain = append(chain, t)
 		}
 		r.chains[m.Alias] = chain
 	}
 	return r, nil
+}
+
+// backendLogger is r.log with the attributes that name a backend in its
+// attempt lines.
+func (r *Router) backendLogger(provider, routerAlias string) *slog.Logger {
+	attrs := []any{slog.String("provider", provider), slog.String("router_alias", routerAlias)}
+	if r.backends.RouterURL != "" {
+		attrs = append(attrs, slog.String("via", "router"))
+	}
+	return r.log.With(attrs...)
 }
 
 // Catalog returns the router's catalog as GET /v1/info shows it (see

@@ -36,7 +36,12 @@ type Info struct {
 	Route     string // route pattern, such as /c1/conversations/:id
 	Tenant    string
 	Logger    *slog.Logger // carries request_id
-	Err       *errcat.Error
+	// RouteLog is the gateway's logger with the route's method and
+	// pattern, set by the middleware when a route matched; the request
+	// line is written through it, so that those two are encoded once per
+	// route rather than on every request.
+	RouteLog *slog.Logger
+	Err      *errcat.Error
 	// Metrics is the request's metrics, begun by the middleware when the
 	// gateway has metrics (nil otherwise: its methods do nothing); the
 	// relay, the upstream decorator and the content guard add what they see.

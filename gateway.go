@@ -40,6 +40,7 @@ import (
 	"github.com/chatgw/gateway/images"
 	"github.com/chatgw/gateway/internal/apidocs"
 	"github.com/chatgw/gateway/internal/metrics"
+	"github.com/chatgw/gateway/internal/shutdown"
 	"github.com/chatgw/gateway/memory"
 	"github.com/chatgw/gateway/openai"
 	"github.com/chatgw/gateway/quota"
@@ -98,10 +99,9 @@ type Gateway struct {
 	runs    *runs.Service
 	usage   *usage.Service
 
-	// shutdown is done once EndStreams was called; every request's
-	// httpx.Info carries it to the relay.
-	shutdown   context.Context
-	endStreams context.CancelFunc
+	// ending is raised by EndStreams; every request's httpx.Info carries
+	// it to the relay.
+	ending shutdown.Signal
 
 	// tracer starts the gateway's spans; nil when it does not trace.
 	tracer trace.Tracer
@@ -123,7 +123,6 @@ func New(opts ...Option) (*Gateway, error) {
 		return nil, errors.New("gateway: no token catalog: use WithTokenCatalog")
 	}
 	g := &Gateway{cfg: cfg, errorsJSON: errcat.CatalogHandler(), errorsHTML: errcat.DocsHandler()}
-	g.shutdown, g.endStreams = context.WithCancel(context.Background())
 	if err := g.wire(); err != nil {
 		g.Close()
 		return nil, err
@@ -328,7 +327,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (http.Server.Shutdown returned context.DeadlineExceeded), then give the
 // handlers a moment to write it before closing the connections. Requests
 // that arrive afterwards are served as usual.
-func (g *Gateway) EndStreams() { g.endStreams() }
+func (g *Gateway) EndStreams() { g.ending.End() }
 
 // Close releases what New opened (the default store's file lock). It is safe to
 // call more than once; in-flight requests should be drained first (http.Server's
@@ -336,7 +335,7 @@ func (g *Gateway) EndStreams() { g.endStreams() }
 func (g *Gateway) Close() error {
 	var err error
 	g.closeOnce.Do(func() {
-		g.endStreams()
+		g.ending.End()
 		for i := len(g.closers) - 1; i >= 0; i-- {
 			err = errors.Join(err, g.closers[i]())
 		}

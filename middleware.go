@@ -32,7 +32,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	st := new(requestState) // the request's Info and writer in one allocation
 	info, sw := &st.info, &st.sw
 	info.Init(requestID(r.Header.Get(httpx.HeaderRequestID)), g.log)
-	info.Shutdown = g.shutdown
+	info.Shutdown = &g.ending
 	info.Metrics = g.metrics.Begin(start)
 	info.SetRequestIDHeader(w.Header())
 	*sw = statusWriter{ResponseWriter: w, info: info}

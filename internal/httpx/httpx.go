@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/metrics"
+	"github.com/chatgw/gateway/internal/shutdown"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -50,9 +51,9 @@ type Info struct {
 	// bodies of authenticated routes); ReadBody returns it instead of reading again.
 	Body     []byte
 	BodyRead bool
-	// Shutdown is done when the gateway ends the streams in flight because
-	// it shuts down (Gateway.EndStreams); nil outside a gateway.
-	Shutdown context.Context
+	// Shutdown is raised when the gateway ends the streams in flight
+	// because it shuts down (Gateway.EndStreams); nil outside a gateway.
+	Shutdown *shutdown.Signal
 	// Meter tallies the upstream calls of a metered request for its usage
 	// record (see Meter); MeterOf finds it.
 	Meter Meter

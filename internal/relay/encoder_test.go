@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
+	"github.com/chatgw/gateway/internal/shutdown"
 	"github.com/chatgw/gateway/internal/relay"
 	"github.com/google/go-cmp/cmp"
 )
@@ -165,7 +166,7 @@ func TestEncoderStreamFailures(t *testing.T) {
 	t.Run("shutdown", func(t *testing.T) {
 		pr, pw := io.Pipe()
 		resp, _ := sseResponse(pr)
-		sd, end := context.WithCancel(context.Background())
+		sd := new(shutdown.Signal)
 		r := httptest.NewRequest("POST", "/", nil)
 		info := new(httpx.Info)
 		info.Init("req-1", slog.New(slog.DiscardHandler))
@@ -178,7 +179,7 @@ func TestEncoderStreamFailures(t *testing.T) {
 		for !strings.Contains(w.String(), "Hel") {
 			time.Sleep(time.Millisecond)
 		}
-		end()
+		sd.End()
 		res := <-done
 		if got, want := w.String(), "event: x.chunk\ndata: Hel\n\nevent: x.error\ndata: upstream_unavailable\n\n"; got != want || res.Complete {
 			t.Errorf("stream = %q (%+v), want %q", got, res, want)

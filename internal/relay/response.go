@@ -61,7 +61,7 @@ func Response(w http.ResponseWriter, r *http.Request, resp *upstream.Response, o
 	// its call, which is r's: watching r's context too would cost every
 	// answer a context child.
 	if sd := httpx.InfoFrom(r.Context()).Shutdown; sd != nil {
-		defer context.AfterFunc(sd, func() { body.Close() })()
+		defer sd.Watch(func() { body.Close() }).Stop()
 	}
 	if stream {
 		defer context.AfterFunc(r.Context(), func() { body.Close() })()
@@ -437,7 +437,7 @@ func ShuttingDown() *errcat.Error {
 // shuttingDown reports whether the gateway of r is ending its streams.
 func shuttingDown(r *http.Request) bool {
 	sd := httpx.InfoFrom(r.Context()).Shutdown
-	return sd != nil && sd.Err() != nil
+	return sd != nil && sd.Ended()
 }
 
 // readMeta takes the stream's id, created and model from a chunk; it reports

@@ -48,6 +48,16 @@ type harness struct {
 
 // newHarness builds a gateway whose surface is routes, with tokens
 // admin (tenant_admin of acme), member (member of acme), other (member of beta).
+// logLine decodes the one log line the harness holds.
+func (h *harness) logLine(t *testing.T) map[string]any {
+	t.Helper()
+	var line map[string]any
+	if err := json.Unmarshal(h.logs.Bytes(), &line); err != nil {
+		t.Fatalf("log line: %v: %s", err, h.logs)
+	}
+	return line
+}
+
 func newHarness(t *testing.T, routes []route) *harness {
 	t.Helper()
 	acme, beta := &auth.Tenant{ID: "acme"}, &auth.Tenant{ID: "beta"}
@@ -337,10 +347,7 @@ func TestLogLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, testRoutes)
 			h.do(t, tt.req)
-			var line map[string]any
-			if err := json.Unmarshal(h.logs.Bytes(), &line); err != nil {
-				t.Fatalf("log line: %v: %s", err, h.logs)
-			}
+			line := h.logLine(t)
 			for _, k := range []string{"request_id", "duration_ms", "bytes"} {
 				if _, ok := line[k]; !ok {
 					t.Errorf("log line lacks %s: %v", k, line)

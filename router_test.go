@@ -89,10 +89,7 @@ func TestUnknownRouteLogLine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, testRoutes)
 			h.do(t, tt.req)
-			var line map[string]any
-			if err := json.Unmarshal(h.logs.Bytes(), &line); err != nil {
-				t.Fatalf("log line: %v: %s", err, h.logs)
-			}
+			line := h.logLine(t)
 			if diff := cmp.Diff(tt.wantPath, line["path"]); diff != "" {
 				t.Errorf("path mismatch (-want +got):\n%s\nline %s", diff, h.logs)
 			}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/chatgw/gateway/errcat"
 	"github.com/chatgw/gateway/internal/httpx"
-	"github.com/chatgw/gateway/internal/shutdown"
 	"github.com/chatgw/gateway/internal/relay"
+	"github.com/chatgw/gateway/internal/shutdown"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -204,8 +204,8 @@ func ttfbGoal(rs *scenarioReport) goal {
 	if a.RatioTTFB == nil && a.ProxyTTFB == 0 && a.GatewayTTFB == 0 {
 		return g // no streams, or no floor to measure from
 	}
-	g.Measured = fmt.Sprintf("p50 +%s vs +%s ms (%s%s), p99 +%s vs +%s ms (%s)", fmtMs(a.GatewayTTFB), fmtMs(a.ProxyTTFB), ttfbRatio(a.RatioTTFB),
-		fmtSpread(a.RoundTTFB), fmtMs(a.GatewayTTFB99), fmtMs(a.ProxyTTFB99), ttfbRatio(a.RatioTTFB99))
+	g.Measured = fmt.Sprintf("p50 %s vs %s ms (%s%s), p99 %s vs %s ms (%s)", fmtAdded(a.GatewayTTFB), fmtAdded(a.ProxyTTFB), ttfbRatio(a.RatioTTFB),
+		fmtSpread(a.RoundTTFB), fmtAdded(a.GatewayTTFB99), fmtAdded(a.ProxyTTFB99), ttfbRatio(a.RatioTTFB99))
 	g.Met = verdict(withinTTFB(a.RatioTTFB, a.GatewayTTFB, 1.2) && withinTTFB(a.RatioTTFB99, a.GatewayTTFB99, 1.5))
 	return g
 }
@@ -234,7 +234,7 @@ func c1TailGoal(rs *scenarioReport) goal {
 	if rs == nil || rs.Added == nil || gw == nil {
 		return g
 	}
-	g.Measured = fmt.Sprintf("+%s ms p99, %d errors", fmtMs(rs.Added.GatewayP99), gw.Errors)
+	g.Measured = fmt.Sprintf("%s ms p99, %d errors", fmtAdded(rs.Added.GatewayP99), gw.Errors)
 	g.Met = verdict(rs.Added.GatewayP99 < 10 && gw.Errors == 0)
 	return g
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -81,14 +82,17 @@ func TestJudgeGoals(t *testing.T) {
 func TestTTFBGoalBelowTheFloor(t *testing.T) {
 	f := func(x float64) *float64 { return &x }
 	tests := []struct {
-		name string
-		a    *added
-		want string
+		name     string
+		a        *added
+		want     string
+		measured string // a part of the goal's Measured text
 	}{
-		{"both below the floor at p99", &added{RatioTTFB: f(1.05), ProxyTTFB: 0.358, GatewayTTFB: 0.376, ProxyTTFB99: -0.8, GatewayTTFB99: -0.704}, "met"},
-		{"only the gateway above it", &added{RatioTTFB: f(1.05), ProxyTTFB: 0.358, GatewayTTFB: 0.376, ProxyTTFB99: -0.8, GatewayTTFB99: 0.1}, "not met"},
-		{"at p50 too", &added{ProxyTTFB: -0.01, GatewayTTFB: 0.02, RatioTTFB99: f(1)}, "not met"},
-		{"no floor", &added{}, "not measured"},
+		{"both below the floor at p99", &added{RatioTTFB: f(1.05), ProxyTTFB: 0.358, GatewayTTFB: 0.376, ProxyTTFB99: -0.8, GatewayTTFB99: -0.704}, "met",
+			"p50 +0.376 vs +0.358 ms (1.05x), p99 -0.704 vs -0.800 ms"},
+		{"only the gateway above it", &added{RatioTTFB: f(1.05), ProxyTTFB: 0.358, GatewayTTFB: 0.376, ProxyTTFB99: -0.8, GatewayTTFB99: 0.1}, "not met",
+			"p99 +0.100 vs -0.800 ms"},
+		{"at p50 too", &added{ProxyTTFB: -0.01, GatewayTTFB: 0.02, RatioTTFB99: f(1)}, "not met", "p50 +0.020 vs -0.010 ms"},
+		{"no floor", &added{}, "not measured", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +103,9 @@ func TestTTFBGoalBelowTheFloor(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("%s (%s), want %s", got, g.Measured, tt.want)
+			}
+			if !strings.Contains(g.Measured, tt.measured) {
+				t.Errorf("measured %q, want it to hold %q", g.Measured, tt.measured)
 			}
 		})
 	}

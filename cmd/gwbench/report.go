@@ -256,6 +256,11 @@ func plural(n int, what string) string {
 
 func fmtMs(x float64) string { return fmt.Sprintf("%.3f", x) }
 
+// fmtAdded is an added latency in ms with its sign: a gateway faster than
+// the floor at some percentile adds a negative amount ("-0.160", not
+// "+-0.160").
+func fmtAdded(x float64) string { return fmt.Sprintf("%+.3f", x) }
+
 // processOf names the process whose CPU and memory a target's row shows.
 func processOf(target string) string {
 	if target == targetDirect {

@@ -6,13 +6,14 @@
 // that context's mutex and its map of children, taken twice by every request
 // of the gateway: a lock every request contends on, on the hot path. A
 // Signal spreads its registrations over shards, each with its own mutex and
-// an intrusive list, so that concurrent requests seldom meet.
+// an intrusive list, picked at random, so that concurrent requests seldom
+// meet.
 package shutdown
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // shards is how many independent lists a Signal keeps: enough that the
@@ -47,10 +48,9 @@ func (s *Signal) Ended() bool { return s.ended.Load() }
 // or at once (in a goroutine) if it was already called, like
 // context.AfterFunc. Stop undoes it.
 func (s *Signal) Watch(f func()) *Watch {
-	w := &Watch{f: f}
-	// The registration's own address picks the shard: concurrent requests
-	// allocate apart, and nothing shared is written to choose.
-	w.s = &s.shards[(uintptr(unsafe.Pointer(w))>>4)%shards]
+	// math/rand/v2's global source is per thread: nothing shared is
+	// written to choose the shard.
+	w := &Watch{f: f, s: &s.shards[rand.IntN(shards)]}
 	w.s.mu.Lock()
 	if s.ended.Load() {
 		// End has passed or is passing this shard: its list may already

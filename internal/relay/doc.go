@@ -47,7 +47,10 @@
 // After the upstream's data: [DONE] the relay reads the upstream body to its
 // end (at most 100 ms and 4 KiB more; before a commit), because net/http's
 // Transport keeps a connection for the next request only then, and the
-// chunked terminator often arrives just after [DONE].
+// chunked terminator often arrives just after [DONE]. The events that came
+// in the read with [DONE] go out with the client's closing [DONE], after
+// that read (one write instead of two; a well-behaved upstream ends its body
+// at once), except with Options.Commit, which flushes them before it.
 // Content-Type is text/event-stream,
 // Cache-Control no-cache. Data is written byte for byte as the upstream sent
 // it (OpenAI's "data: " form), never re-marshalled; named upstream events keep

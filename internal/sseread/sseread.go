@@ -83,10 +83,10 @@ func NewReader(r io.Reader, max int) *Reader {
 	return &Reader{r: r, max: max, typeAt: -1, dataAt: -1}
 }
 
-// SetBeforeRead has f called before each read of the underlying reader,
-// which may wait for the upstream's next bytes: a writer that relays events
-// can flush there, once for all the events that arrived together, instead of
-// once per event.
+// SetBeforeRead has f called before each read of the underlying reader by
+// Next and Borrow, which may wait for the upstream's next bytes: a writer
+// that relays events can flush there, once for all the events that arrived
+// together, instead of once per event. Drain does not call it.
 func (r *Reader) SetBeforeRead(f func()) { r.wait = f }
 
 // Next returns the next event with data. Its error is io.EOF at the end of
@@ -109,13 +109,15 @@ func (r *Reader) Borrow() (Event, error) { return r.next(true) }
 func (r *Reader) Ended() bool { return r.err != nil }
 
 // Drain ends the reading: it discards what is buffered and reads the rest
-// of the input, at most limit bytes, and reports whether the input ended
-// (io.EOF) within them. Next and Borrow then return the input's error, or
-// an error wrapping ErrDrained when the limit came first. A relay drains
-// after a stream's last event because an HTTP client puts a connection back
-// in its pool only once its body was read to the end: the terminator of a
-// chunked body often arrives just after the last event.
-func (r *Reader) Drain(limit int64) bool {
+// of the input, at most limit bytes. Next and Borrow then return the
+// input's error (io.EOF when it ended within the limit), or an error
+// wrapping ErrDrained when the limit came first. A relay drains after a
+// stream's last event because an HTTP client puts a connection back in its
+// pool only once its body was read to the end: the terminator of a chunked
+// body often arrives just after the last event. Drain does not call the
+// SetBeforeRead function: nothing it reads is relayed, and a relay that
+// holds events can write them with its last write, after the drain.
+func (r *Reader) Drain(limit int64) {
 	r.start, r.end = 0, 0
 	r.scan, r.lines, r.typeAt, r.dataAt = 0, 0, -1, -1
 	if r.err == nil {
@@ -125,7 +127,6 @@ func (r *Reader) Drain(limit int64) bool {
 		}
 		r.err = err
 	}
-	return r.err == io.EOF
 }
 
 // next returns the next event with data, borrowed or copied.

@@ -27,11 +27,14 @@ type outcome struct {
 	span     trace.Span    // the failed attempt's span, to end; nil when not traced
 }
 
-// attempt sends req to one backend. Its context is the caller's ctx bounded by
-// the call's total deadline (its cause then errTotalTimeout); a timer cancels
-// only this attempt when the response headers do not arrive within the
-// first-byte time-out. On success the attempt's context stays alive until the
-// response body is closed.
+// attempt sends req to one backend. Its context is the caller's ctx, ended by
+// one timer (call.expire): at the first-byte time-out while no response
+// headers came (cause errFirstByteTimeout), and from the headers on at the
+// call's total deadline (cause errTotalTimeout), or at that deadline first
+// when it comes before the first-byte time-out. One timer, reset when the
+// headers arrive, where a deadline context and a first-byte timer were two:
+// a timer's start and stop are runtime work on every request. On success
+// the attempt's context stays alive until the response body is closed.
 //
 // It calls the transport itself, not an http.Client (whose redirects the
 // Router turns off anyway: a model backend that redirects is misconfigured,
@@ -47,9 +50,11 @@ func (r *Router) attempt(ctx context.Context, deadline time.Time, req *Request, 
 	if err != nil {
 		return outcome{err: errcat.As(err)}
 	}
-	timer := time.AfterFunc(r.backends.FirstByteTimeout, c.cancel)
+	c.timer = time.AfterFunc(c.within(r.backends.FirstByteTimeout), c.expire)
 	resp, err := r.rt.RoundTrip(hreq)
-	if firstByteTimedOut := !timer.Stop(); err != nil || firstByteTimedOut {
+	// Reset reports false when the timer had fired: too late, even if the
+	// headers came. Otherwise only the total deadline bounds the body now.
+	if firstByteTimedOut := !c.timer.Reset(time.Until(c.deadline)); err != nil || firstByteTimedOut {
 		return r.notAnswered(c, resp, err, firstByteTimedOut)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -63,13 +68,38 @@ func (r *Router) attempt(ctx context.Context, deadline time.Time, req *Request, 
 type call struct {
 	ctx      context.Context // the caller's
 	deadline time.Time       // the total time-out's, for every attempt of the call
-	actx     context.Context // the attempt's: ctx bounded by deadline
+	actx     context.Context // the attempt's: ctx, ended by timer or end
 	req      *Request
 	t        *target
 	n        int
 	start    time.Time
-	cancel   context.CancelFunc // ends the attempt's context
-	span     trace.Span         // the attempt's client span, or nil
+	cancel   context.CancelCauseFunc // ends actx with a cause
+	timer    *time.Timer             // runs expire; set once the request is built
+	span     trace.Span              // the attempt's client span, or nil
+}
+
+// within is d, or the time left to the total deadline if that is shorter: a
+// first-byte wait never outlasts the call.
+func (c *call) within(d time.Duration) time.Duration {
+	return min(d, time.Until(c.deadline))
+}
+
+// expire is the timer's function: it ends the attempt with the cause of the
+// time-out that passed. A context keeps its first cause, so a later end
+// (the body's Close) does not hide it.
+func (c *call) expire() {
+	if time.Now().Before(c.deadline) {
+		c.cancel(errFirstByteTimeout)
+	} else {
+		c.cancel(errTotalTimeout)
+	}
+}
+
+// end releases the attempt's timer and context: the answer is read, or the
+// attempt failed.
+func (c *call) end() {
+	c.timer.Stop()
+	c.cancel(nil)
 }
 
 // newAttemptRequest builds c's HTTP request with the attempt's own context
@@ -84,12 +114,12 @@ func (r *Router) newAttemptRequest(c *call, p *payload) (*http.Request, error) {
 	if err != nil {
 		return nil, errcat.Internal(err)
 	}
-	actx, cancel := context.WithDeadlineCause(c.ctx, c.deadline, errTotalTimeout)
+	actx, cancel := context.WithCancelCause(c.ctx)
 	// The URL is set after: one parsed per backend and path serves every
 	// request to it (see targetURLs).
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, "", body)
 	if err != nil {
-		cancel()
+		cancel(nil)
 		return nil, errcat.Internal(err)
 	}
 	hreq.URL, hreq.Host = u.u, u.host
@@ -137,7 +167,7 @@ func (r *Router) notAnswered(c *call, resp *http.Response, err error, firstByteT
 	if resp != nil {
 		resp.Body.Close()
 	}
-	c.cancel()
+	c.end()
 	var o outcome
 	var kind string
 	var bodyErr *errcat.Error
@@ -167,7 +197,7 @@ func (r *Router) answered(c *call, resp *http.Response) outcome {
 	a := &struct {
 		resp Response
 		body responseBody
-	}{body: responseBody{rc: resp.Body, ctx: c.ctx, actx: c.actx, cancel: c.cancel}}
+	}{body: responseBody{rc: resp.Body, ctx: c.ctx, actx: c.actx, call: c}}
 	if r.obs != nil || c.span != nil {
 		// The attempt goes on while the caller reads: it is reported
 		// (and its span ended) when the body is closed.
@@ -188,11 +218,12 @@ func (r *Router) answered(c *call, resp *http.Response) outcome {
 // errorAnswer is the outcome of an answer with another status: its error,
 // read from the body within the first-byte time-out.
 func (r *Router) errorAnswer(c *call, resp *http.Response) outcome {
-	// An error body must come quickly too: bound its reading like the headers.
-	bodyTimer := time.AfterFunc(r.backends.FirstByteTimeout, c.cancel)
+	// An error body must come quickly too: bound its reading like the
+	// headers (expire names the first-byte time-out as its cause; what
+	// matters below is only whether the total deadline passed).
+	c.timer.Reset(c.within(r.backends.FirstByteTimeout))
 	e, summary := r.answerError(resp, c.t)
-	bodyTimer.Stop()
-	c.cancel()
+	c.end()
 	kind := OutcomeStatus
 	switch {
 	case c.ctx.Err() != nil:

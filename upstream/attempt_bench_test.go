@@ -29,6 +29,6 @@ func BenchmarkNewAttemptRequest(b *testing.B) {
 		if _, err := r.newAttemptRequest(c, p); err != nil {
 			b.Fatal(err)
 		}
-		c.cancel()
+		c.cancel(nil)
 	}
 }

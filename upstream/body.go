@@ -259,10 +259,10 @@ func (l *lazyPipe) Close() error {
 // another goroutine than Read, to end a read that waits (a relay does, when
 // its client goes away or the gateway shuts down).
 type responseBody struct {
-	rc     io.ReadCloser
-	ctx    context.Context // the caller's context
-	actx   context.Context // the attempt's: ctx bounded by the total time-out
-	cancel func()
+	rc   io.ReadCloser
+	ctx  context.Context // the caller's context
+	actx context.Context // the attempt's: ctx bounded by the total time-out
+	call *call           // the attempt, whose timer and context Close releases
 	// closing is set when Close starts: a read that fails after it failed
 	// because the caller closed the body, which leaves the attempt
 	// OutcomeOK ("as far as the caller read it") unless the caller's
@@ -313,7 +313,7 @@ func (b *responseBody) mapErr(err error) error {
 func (b *responseBody) Close() error {
 	b.closing.Store(true)
 	err := b.rc.Close()
-	b.cancel()
+	b.call.end()
 	b.mu.Lock()
 	obs, span, att := b.obs, b.span, b.att
 	b.obs, b.span = nil, nil // the attempt ends once

@@ -28,7 +28,7 @@ func TestResponseBodyClosedWhileRead(t *testing.T) {
 			defer cancel()
 			rc := &waitingBody{unblock: make(chan struct{}), readDone: make(chan struct{})}
 			obs := &lastAttempt{}
-			b := &responseBody{rc: rc, ctx: ctx, actx: ctx, cancel: func() {},
+			b := &responseBody{rc: rc, ctx: ctx, actx: ctx, call: &call{cancel: func(error) {}, timer: time.AfterFunc(time.Hour, func() {})},
 				obs: obs, att: Attempt{Outcome: OutcomeOK, Status: 200, start: time.Now()}}
 			go func() {
 				b.Read(make([]byte, 16))

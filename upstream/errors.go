@@ -37,6 +37,11 @@ func unavailable(msg string, cause error) *errcat.Error {
 // returns it as.
 var errTotalTimeout = fmt.Errorf("upstream: total time-out passed: %w", context.DeadlineExceeded)
 
+// errFirstByteTimeout is the cause of an attempt's context when no response
+// headers came within the first-byte time-out (or an error answer's body did
+// not come within it).
+var errFirstByteTimeout = fmt.Errorf("upstream: first-byte time-out passed: %w", context.DeadlineExceeded)
+
 // totalPassed reports whether actx, an attempt's context, ended because the
 // call's total time-out passed: a context keeps the cause of its first
 // cancellation, so a later cancel (the first-byte timer, Close) does not

@@ -123,7 +123,8 @@ func TestFallbackCancelsAbandonedAttempt(t *testing.T) {
 	if err := local.AwaitCanceled(ctxWithTimeout(t, 2*time.Second), 1); err != nil {
 		t.Fatalf("local never saw its request cancelled: %v", err)
 	}
-	for _, want := range []string{`"outcome":"first_byte_timeout"`, `"outcome":"ok"`, `"request_id":"req-fb"`, `"attempt":2`} {
+	for _, want := range []string{`"outcome":"first_byte_timeout"`, `"outcome":"ok"`, `"request_id":"req-fb"`, `"attempt":2`,
+		`"error":"upstream: first-byte time-out passed`} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("logs lack %s:\n%s", want, logs)
 		}
